@@ -1,0 +1,50 @@
+// Command gsvfs exports a machine, its shell sessions and the machines it
+// knows as one Unix file tree, over FUSE and 9P2000.L. This package is
+// wiring only: each command lives in a file of its own.
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "0.1.0-dev"
+
+func main() {
+	if err := rootCommand().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "gsvfs:", err)
+		os.Exit(1)
+	}
+}
+
+func rootCommand() *cobra.Command {
+	var level string
+	root := &cobra.Command{
+		Use:   "gsvfs",
+		Short: "one Unix file tree over your machines, served over FUSE and 9P",
+		Long: `gsvfs serves /home, /workspaces, /etc, /sys, /proc and /dev as one file tree
+that people and agents use with plain file tools. See gsvfs(1) and gsvfs(7).`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			return setupLog(level)
+		},
+	}
+	root.PersistentFlags().StringVar(&level, "log-level", "info", "log level: debug, info, warn or error")
+	root.AddCommand(mountCommand(), umountCommand(), versionCommand())
+	return root
+}
+
+// setupLog sends structured logs to stderr at the chosen level.
+func setupLog(level string) error {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return fmt.Errorf("bad --log-level %q: want debug, info, warn or error", level)
+	}
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})))
+	return nil
+}

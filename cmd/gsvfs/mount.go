@@ -1,0 +1,208 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gsvfs/gsvfs/vfs/fusefs"
+)
+
+// readyFdEnv names the descriptor on which a background daemon reports to
+// the command that started it: "ok" once the mount is ready, or the error.
+const readyFdEnv = "GSVFS_READY_FD"
+
+type mountFlags struct {
+	root          string
+	foreground    bool
+	noPassthrough bool
+	debugFuse     bool
+	logLevel      string
+}
+
+func mountCommand() *cobra.Command {
+	var f mountFlags
+	cmd := &cobra.Command{
+		Use:   "mount [--root DIR] [--foreground] MOUNTPOINT",
+		Short: "mount the tree with FUSE, serving it from a daemon in the background",
+		Long: `mount serves the state directory's tree at MOUNTPOINT with FUSE. It returns
+once the mount is ready and keeps serving in the background, like sshfs;
+--foreground stays attached until the mount is unmounted or a signal comes.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.root == "" {
+				f.root = defaultRoot()
+			}
+			if f.foreground || os.Getenv(readyFdEnv) != "" {
+				return serveMount(cmd.OutOrStdout(), f, args[0])
+			}
+			f.logLevel = cmd.Flag("log-level").Value.String()
+			return startDaemon(cmd.OutOrStdout(), f, args[0])
+		},
+	}
+	cmd.Flags().StringVar(&f.root, "root", "", "state directory (default $XDG_DATA_HOME/gsvfs, /var/lib/gsvfs for root)")
+	cmd.Flags().BoolVar(&f.foreground, "foreground", false, "stay attached and log to stderr")
+	cmd.Flags().BoolVar(&f.noPassthrough, "no-passthrough", false, "move file data through the daemon even where the kernel offers passthrough")
+	cmd.Flags().BoolVar(&f.debugFuse, "debug-fuse", false, "log every FUSE request")
+	cmd.Flags().MarkHidden("debug-fuse")
+	return cmd
+}
+
+// serveMount mounts and serves until the mount goes away or a signal
+// comes; then it unmounts cleanly.
+func serveMount(stdout io.Writer, f mountFlags, mountpoint string) (err error) {
+	report := readyReporter()
+	defer func() {
+		if err != nil {
+			report(err)
+		}
+	}()
+	root, err := prepareRoot(f.root)
+	if err != nil {
+		return err
+	}
+	if err := fusefs.Prepare(mountpoint); err != nil {
+		return err
+	}
+	tree, err := buildTree(root)
+	if err != nil {
+		return err
+	}
+	// Clients send the mode they want with their own umask applied; the
+	// daemon's must not apply a second time.
+	syscall.Umask(0)
+	m, err := fusefs.New(mountpoint, tree, fusefs.Options{
+		AllowOther:    os.Geteuid() == 0,
+		NoPassthrough: f.noPassthrough,
+		Debug:         f.debugFuse,
+		Log:           slog.Default(),
+	})
+	if err != nil {
+		return err
+	}
+	slog.Info("serving", "root", root, "mountpoint", mountpoint, "pid", os.Getpid())
+	fmt.Fprintf(stdout, "gsvfs: serving %s at %s (pid %d)\n", root, mountpoint, os.Getpid())
+	report(nil)
+	waitUnmount(m)
+	return nil
+}
+
+// waitUnmount serves until the mount is gone; SIGINT or SIGTERM unmounts
+// first, lazily if files are still open so the daemon can always exit.
+func waitUnmount(m *fusefs.Mount) {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() { m.Wait(); close(done) }()
+	select {
+	case <-done:
+		slog.Info("mount gone; exiting", "mountpoint", m.Dir)
+	case sig := <-sigs:
+		slog.Info("unmounting", "signal", sig.String(), "mountpoint", m.Dir)
+		if err := m.Unmount(); err != nil {
+			slog.Warn("unmount failed; detaching lazily", "err", err)
+			if err := fusefs.Detach(m.Dir); err != nil {
+				slog.Error("detach failed", "err", err)
+			}
+		}
+	}
+}
+
+// readyReporter returns how this process tells the command that started
+// it whether the mount came up. Outside a background start it does
+// nothing.
+func readyReporter() func(error) {
+	fdText := os.Getenv(readyFdEnv)
+	if fdText == "" {
+		return func(error) {}
+	}
+	os.Unsetenv(readyFdEnv)
+	var fd int
+	fmt.Sscanf(fdText, "%d", &fd)
+	pipe := os.NewFile(uintptr(fd), "ready")
+	return func(err error) {
+		if pipe == nil {
+			return
+		}
+		msg := "ok"
+		if err != nil {
+			msg = err.Error()
+		}
+		fmt.Fprintln(pipe, msg)
+		pipe.Close()
+		pipe = nil
+	}
+}
+
+// startDaemon runs `gsvfs mount` again as a detached daemon (its own
+// session, output to the log in the state directory) and waits for it to
+// report that the mount is ready.
+func startDaemon(stdout io.Writer, f mountFlags, mountpoint string) error {
+	abs, err := prepareRoot(f.root)
+	if err != nil {
+		return err
+	}
+	mp, err := filepath.Abs(mountpoint)
+	if err != nil {
+		return err
+	}
+	logPath := filepath.Join(abs, "gsvfs.log")
+	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("open the daemon log: %w", err)
+	}
+	defer logFile.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	child := exec.Command(self, daemonArgs(f, abs, mp)...)
+	child.Env = append(os.Environ(), readyFdEnv+"=3")
+	child.ExtraFiles = []*os.File{w}
+	child.Stdout, child.Stderr = logFile, logFile
+	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := child.Start(); err != nil {
+		return fmt.Errorf("start the daemon: %w", err)
+	}
+	w.Close()
+	line, _ := bufio.NewReader(r).ReadString('\n')
+	line = strings.TrimSpace(line)
+	if line != "ok" {
+		child.Wait()
+		if line == "" {
+			return fmt.Errorf("the daemon exited before the mount was ready; see %s", logPath)
+		}
+		return errors.New(line)
+	}
+	pid := child.Process.Pid
+	child.Process.Release()
+	_, err = fmt.Fprintf(stdout, "gsvfs: serving %s at %s (pid %d, log %s)\n", abs, mp, pid, logPath)
+	return err
+}
+
+// daemonArgs is the command line of the background daemon: this one's
+// mount with the flags the daemon needs.
+func daemonArgs(f mountFlags, root, mountpoint string) []string {
+	args := []string{"--log-level", f.logLevel, "mount", "--root", root}
+	if f.noPassthrough {
+		args = append(args, "--no-passthrough")
+	}
+	if f.debugFuse {
+		args = append(args, "--debug-fuse")
+	}
+	return append(args, mountpoint)
+}

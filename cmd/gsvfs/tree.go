@@ -1,0 +1,119 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/gsvfs/gsvfs/docs/man"
+	"github.com/gsvfs/gsvfs/mounts"
+	"github.com/gsvfs/gsvfs/vfs"
+	"github.com/gsvfs/gsvfs/vfs/diskfs"
+)
+
+// diskTrees are the disk-backed trees, each a directory of the state
+// directory served at the same name.
+var diskTrees = []string{"home", "workspaces", "etc"}
+
+// reservedTrees exist as empty directories until their subsystems land.
+var reservedTrees = []string{"sys", "proc", "dev", "mnt"}
+
+// defaultRoot is the state directory used without --root.
+func defaultRoot() string {
+	if os.Geteuid() == 0 {
+		return "/var/lib/gsvfs"
+	}
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "gsvfs")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return filepath.Join(os.TempDir(), fmt.Sprintf("gsvfs-%d", os.Getuid()))
+	}
+	return filepath.Join(home, ".local", "share", "gsvfs")
+}
+
+// prepareRoot makes the state directory and its trees, and checks that it
+// can be written, so a bad --root fails before anything is mounted.
+func prepareRoot(root string) (string, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(abs, 0o700); err != nil {
+		return "", fmt.Errorf("state directory %s cannot be created: %w", abs, err)
+	}
+	for _, name := range diskTrees {
+		if err := os.Mkdir(filepath.Join(abs, name), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return "", fmt.Errorf("state directory %s cannot be written: %w", abs, err)
+		}
+	}
+	probe, err := os.CreateTemp(abs, ".gsvfs-probe-*")
+	if err != nil {
+		return "", fmt.Errorf("state directory %s cannot be written: %w", abs, err)
+	}
+	probe.Close()
+	os.Remove(probe.Name())
+	return abs, nil
+}
+
+// buildTree composes the namespace served from the state directory root.
+func buildTree(root string) (vfs.Node, error) {
+	t := mounts.New()
+	for _, name := range diskTrees {
+		d, err := diskfs.New(filepath.Join(root, name))
+		if err != nil {
+			return nil, err
+		}
+		if err := t.Mount("/"+name, d.Root()); err != nil {
+			return nil, err
+		}
+	}
+	pages, err := manTree()
+	if err != nil {
+		return nil, err
+	}
+	if err := t.Mount("/etc/man", pages); err != nil {
+		return nil, err
+	}
+	for _, name := range reservedTrees {
+		if err := t.Mount("/"+name, vfs.NewStaticDir(nil)); err != nil {
+			return nil, err
+		}
+	}
+	return t.Root(), nil
+}
+
+// manTree lays the built-in manual pages out as a MANPATH directory
+// (man1/gsvfs.1, man7/gsvfs.7), so `man -M MOUNT/etc/man gsvfs` works.
+func manTree() (vfs.Node, error) {
+	entries, err := fs.ReadDir(man.Pages, ".")
+	if err != nil {
+		return nil, err
+	}
+	sections := map[string]map[string]vfs.Node{}
+	for _, e := range entries {
+		ext := strings.TrimPrefix(path.Ext(e.Name()), ".")
+		if ext == "" || ext == "go" {
+			continue
+		}
+		data, err := fs.ReadFile(man.Pages, e.Name())
+		if err != nil {
+			return nil, err
+		}
+		dir := "man" + ext
+		if sections[dir] == nil {
+			sections[dir] = map[string]vfs.Node{}
+		}
+		sections[dir][e.Name()] = vfs.NewTextFile(data)
+	}
+	kids := map[string]vfs.Node{}
+	for dir, pages := range sections {
+		kids[dir] = vfs.NewStaticDir(pages)
+	}
+	return vfs.NewStaticDir(kids), nil
+}

@@ -1,0 +1,155 @@
+package mounts
+
+import (
+	"context"
+	"slices"
+	"syscall"
+
+	"github.com/gsvfs/gsvfs/vfs"
+)
+
+// fileHandle is a backend file handle seen through the namespace. It keeps
+// every optional ability of the backend's handle (a host descriptor for
+// passthrough, fstat, fsync, fallocate) and folds inode numbers.
+type fileHandle struct {
+	inner vfs.Handle
+	n     *node
+}
+
+func (h *fileHandle) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	return h.inner.ReadAt(ctx, p, off)
+}
+
+func (h *fileHandle) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
+	return h.inner.WriteAt(ctx, p, off)
+}
+
+func (h *fileHandle) Close() error { return h.inner.Close() }
+
+func (h *fileHandle) HostFd() (int, bool) {
+	if hf, ok := h.inner.(vfs.HostFile); ok {
+		return hf.HostFd()
+	}
+	return 0, false
+}
+
+// Attr stats the open file, or the node when the backend's handle cannot.
+func (h *fileHandle) Attr(ctx context.Context) (vfs.Attr, error) {
+	ha, ok := h.inner.(vfs.HandleAttrer)
+	if !ok {
+		return h.n.Attr(ctx)
+	}
+	a, err := ha.Attr(ctx)
+	if err != nil {
+		return a, err
+	}
+	return h.n.fold(a), nil
+}
+
+func (h *fileHandle) SetAttr(ctx context.Context, s vfs.SetAttr) (vfs.Attr, error) {
+	ha, ok := h.inner.(vfs.HandleAttrer)
+	if !ok {
+		return h.n.SetAttr(ctx, s)
+	}
+	a, err := ha.SetAttr(ctx, s)
+	if err != nil {
+		return a, err
+	}
+	return h.n.fold(a), nil
+}
+
+// Sync flushes the backend's handle; a handle with nothing to flush is
+// already durable.
+func (h *fileHandle) Sync(ctx context.Context) error {
+	if s, ok := h.inner.(vfs.Syncer); ok {
+		return s.Sync(ctx)
+	}
+	return nil
+}
+
+func (h *fileHandle) Allocate(ctx context.Context, off, size int64, mode uint32) error {
+	if a, ok := h.inner.(vfs.Allocater); ok {
+		return a.Allocate(ctx, off, size, mode)
+	}
+	return vfs.Error("fallocate", h.n.path, syscall.EOPNOTSUPP)
+}
+
+// dirHandle lists a directory of the namespace: first the mount points
+// beneath it (offsets 1..k), then the backend's entries that no mount
+// hides, their offsets shifted past k. The mount list is fixed at open,
+// so every offset handed out keeps its meaning for the handle's life.
+type dirHandle struct {
+	n      *node
+	inner  vfs.Handle // nil for a virtual directory
+	dr     vfs.DirReader
+	mounts []string
+}
+
+func (d *dirHandle) ReadDir(ctx context.Context, off uint64) ([]vfs.DirEntry, error) {
+	k := uint64(len(d.mounts))
+	var out []vfs.DirEntry
+	for i := off; i < k; i++ {
+		e, err := d.mountEntry(ctx, d.mounts[i])
+		if err != nil {
+			return nil, err
+		}
+		e.Next = i + 1
+		out = append(out, e)
+	}
+	if d.dr == nil || len(out) > 0 {
+		return out, nil
+	}
+	for {
+		entries, err := d.dr.ReadDir(ctx, off-k)
+		if err != nil || len(entries) == 0 {
+			return nil, err
+		}
+		for _, e := range entries {
+			off = e.Next + k
+			if slices.Contains(d.mounts, e.Name) {
+				continue
+			}
+			e.Ino = d.n.mnt.fold(e.Ino)
+			e.Next = off
+			out = append(out, e)
+		}
+		if len(out) > 0 {
+			return out, nil
+		}
+	}
+}
+
+// mountEntry describes the mount point (or the way to one) called name.
+func (d *dirHandle) mountEntry(ctx context.Context, name string) (vfs.DirEntry, error) {
+	c, err := d.n.Lookup(ctx, name)
+	if err != nil {
+		return vfs.DirEntry{}, err
+	}
+	a, err := c.Attr(ctx)
+	if err != nil {
+		return vfs.DirEntry{}, err
+	}
+	return vfs.DirEntry{Name: name, Ino: a.Ino, Type: a.Type()}, nil
+}
+
+func (d *dirHandle) ReadAt(context.Context, []byte, int64) (int, error) {
+	return 0, vfs.Error("read", d.n.path, syscall.EISDIR)
+}
+
+func (d *dirHandle) WriteAt(context.Context, []byte, int64) (int, error) {
+	return 0, vfs.Error("write", d.n.path, syscall.EISDIR)
+}
+
+func (d *dirHandle) Sync(ctx context.Context) error {
+	if s, ok := d.inner.(vfs.Syncer); ok {
+		return s.Sync(ctx)
+	}
+	return nil
+}
+
+func (d *dirHandle) Close() error {
+	if d.inner == nil {
+		return nil
+	}
+	return d.inner.Close()
+}

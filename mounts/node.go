@@ -1,0 +1,287 @@
+package mounts
+
+import (
+	"context"
+	"os"
+	"path"
+	"syscall"
+
+	"github.com/gsvfs/gsvfs/vfs"
+)
+
+// node is a node of the composed tree: a backend node (inner) with the
+// namespace path it was reached by, or a virtual directory (inner nil).
+type node struct {
+	t     *Table
+	path  string
+	inner vfs.Node
+	mnt   *mount
+}
+
+func (n *node) virtual() bool { return n.inner == nil }
+
+func (n *node) fold(a vfs.Attr) vfs.Attr {
+	a.Ino = n.mnt.fold(a.Ino)
+	return a
+}
+
+func (n *node) Attr(ctx context.Context) (vfs.Attr, error) {
+	if n.virtual() {
+		ino := n.t.virtualIno(n.path)
+		c := n.t.created
+		return vfs.Attr{Ino: ino, Mode: syscall.S_IFDIR | 0o555, Nlink: 2, Atime: c, Mtime: c, Ctime: c}, nil
+	}
+	a, err := n.inner.Attr(ctx)
+	if err != nil {
+		return a, err
+	}
+	return n.fold(a), nil
+}
+
+func (n *node) SetAttr(ctx context.Context, s vfs.SetAttr) (vfs.Attr, error) {
+	if n.virtual() {
+		return vfs.Attr{}, vfs.Error("setattr", n.path, syscall.EROFS)
+	}
+	a, err := n.inner.SetAttr(ctx, s)
+	if err != nil {
+		return a, err
+	}
+	return n.fold(a), nil
+}
+
+// child wraps a backend node reached at name.
+func (n *node) child(name string, inner vfs.Node) *node {
+	return &node{t: n.t, path: path.Join(n.path, name), inner: inner, mnt: n.mnt}
+}
+
+func (n *node) Lookup(ctx context.Context, name string) (vfs.Node, error) {
+	if err := vfs.CheckName("lookup", name); err != nil {
+		return nil, err
+	}
+	p := path.Join(n.path, name)
+	if n.t.mountAt(p) != nil {
+		return n.t.nodeAt(p), nil
+	}
+	if !n.virtual() {
+		inner, err := n.inner.Lookup(ctx, name)
+		if err == nil {
+			return n.child(name, inner), nil
+		}
+		if vfs.Errno(err) != syscall.ENOENT || !n.t.busy(p) {
+			return nil, err
+		}
+	}
+	if n.t.busy(p) {
+		return n.t.nodeAt(p), nil
+	}
+	return nil, vfs.Error("lookup", p, syscall.ENOENT)
+}
+
+func (n *node) Open(ctx context.Context, flags int) (vfs.Handle, error) {
+	if n.virtual() {
+		if flags&(os.O_WRONLY|os.O_RDWR) != 0 {
+			return nil, vfs.Error("open", n.path, syscall.EISDIR)
+		}
+		return &dirHandle{n: n, mounts: n.t.childMounts(n.path)}, nil
+	}
+	h, err := n.inner.Open(ctx, flags)
+	if err != nil {
+		return nil, err
+	}
+	return n.wrap(h), nil
+}
+
+// wrap puts a backend handle into the namespace: a directory listing gains
+// the mount points beneath and folded inode numbers.
+func (n *node) wrap(h vfs.Handle) vfs.Handle {
+	if dr, ok := h.(vfs.DirReader); ok {
+		return &dirHandle{n: n, inner: h, dr: dr, mounts: n.t.childMounts(n.path)}
+	}
+	return &fileHandle{inner: h, n: n}
+}
+
+// mutable fails for a virtual directory and for a name that is a mount
+// point or lies on the way to one.
+func (n *node) mutable(op, name string) error {
+	if err := vfs.CheckName(op, name); err != nil {
+		return err
+	}
+	p := path.Join(n.path, name)
+	if n.virtual() {
+		return vfs.Error(op, p, syscall.EROFS)
+	}
+	if n.t.busy(p) {
+		return vfs.Error(op, p, syscall.EBUSY)
+	}
+	return nil
+}
+
+// creating is mutable, but an existing mount point is EEXIST, as for any
+// existing name.
+func (n *node) creating(op, name string) error {
+	err := n.mutable(op, name)
+	if vfs.Errno(err) == syscall.EBUSY {
+		return vfs.Error(op, path.Join(n.path, name), syscall.EEXIST)
+	}
+	return err
+}
+
+func (n *node) Create(ctx context.Context, name string, flags int, mode uint32) (vfs.Node, vfs.Handle, error) {
+	if err := n.creating("create", name); err != nil {
+		return nil, nil, err
+	}
+	inner, h, err := n.inner.Create(ctx, name, flags, mode)
+	if err != nil {
+		return nil, nil, err
+	}
+	c := n.child(name, inner)
+	return c, c.wrap(h), nil
+}
+
+func (n *node) Mkdir(ctx context.Context, name string, mode uint32) (vfs.Node, error) {
+	if err := n.creating("mkdir", name); err != nil {
+		return nil, err
+	}
+	inner, err := n.inner.Mkdir(ctx, name, mode)
+	if err != nil {
+		return nil, err
+	}
+	return n.child(name, inner), nil
+}
+
+func (n *node) Remove(ctx context.Context, name string, dir bool) error {
+	if err := n.mutable("remove", name); err != nil {
+		return err
+	}
+	return n.inner.Remove(ctx, name, dir)
+}
+
+// peer returns the namespace node other as a node of the same mount as n,
+// or EXDEV.
+func (n *node) peer(op string, other vfs.Node) (*node, error) {
+	o, ok := other.(*node)
+	if !ok || o.t != n.t || o.mnt != n.mnt || o.virtual() {
+		return nil, vfs.Error(op, n.path, syscall.EXDEV)
+	}
+	return o, nil
+}
+
+func (n *node) Rename(ctx context.Context, oldName string, newDir vfs.Node, newName string) error {
+	if err := n.mutable("rename", oldName); err != nil {
+		return err
+	}
+	to, err := n.peer("rename", newDir)
+	if err != nil {
+		return err
+	}
+	if err := to.mutable("rename", newName); err != nil {
+		return err
+	}
+	return n.inner.Rename(ctx, oldName, to.inner, newName)
+}
+
+func (n *node) Link(ctx context.Context, target vfs.Node, name string) (vfs.Node, error) {
+	if err := n.creating("link", name); err != nil {
+		return nil, err
+	}
+	t, err := n.peer("link", target)
+	if err != nil {
+		return nil, err
+	}
+	l, ok := n.inner.(vfs.Linker)
+	if !ok {
+		return nil, vfs.Error("link", n.path, syscall.EPERM)
+	}
+	inner, err := l.Link(ctx, t.inner, name)
+	if err != nil {
+		return nil, err
+	}
+	return n.child(name, inner), nil
+}
+
+func (n *node) Symlink(ctx context.Context, name, target string) (vfs.Node, error) {
+	if err := n.creating("symlink", name); err != nil {
+		return nil, err
+	}
+	s, ok := n.inner.(vfs.Symlinker)
+	if !ok {
+		return nil, vfs.Error("symlink", n.path, syscall.EPERM)
+	}
+	inner, err := s.Symlink(ctx, name, target)
+	if err != nil {
+		return nil, err
+	}
+	return n.child(name, inner), nil
+}
+
+func (n *node) Mknod(ctx context.Context, name string, mode uint32, rdev uint64) (vfs.Node, error) {
+	if err := n.creating("mknod", name); err != nil {
+		return nil, err
+	}
+	m, ok := n.inner.(vfs.Mknoder)
+	if !ok {
+		return nil, vfs.Error("mknod", n.path, syscall.EPERM)
+	}
+	inner, err := m.Mknod(ctx, name, mode, rdev)
+	if err != nil {
+		return nil, err
+	}
+	return n.child(name, inner), nil
+}
+
+func (n *node) Readlink(ctx context.Context) (string, error) {
+	r, ok := n.inner.(vfs.Readlinker)
+	if !ok {
+		return "", vfs.Error("readlink", n.path, syscall.EINVAL)
+	}
+	return r.Readlink(ctx)
+}
+
+func (n *node) StatFS(ctx context.Context) (vfs.StatFS, error) {
+	s, ok := n.inner.(vfs.StatFSer)
+	if !ok {
+		return vfs.StatFS{Bsize: 4096, Frsize: 4096, NameLen: 255}, nil
+	}
+	return s.StatFS(ctx)
+}
+
+// xattrs returns the backend's extended attributes, or an error for op.
+func (n *node) xattrs(op string) (vfs.Xattrer, error) {
+	x, ok := n.inner.(vfs.Xattrer)
+	if !ok {
+		return nil, vfs.Error(op, n.path, syscall.ENOTSUP)
+	}
+	return x, nil
+}
+
+func (n *node) GetXattr(ctx context.Context, name string) ([]byte, error) {
+	x, err := n.xattrs("getxattr")
+	if err != nil {
+		return nil, vfs.Error("getxattr", n.path, syscall.ENODATA)
+	}
+	return x.GetXattr(ctx, name)
+}
+
+func (n *node) SetXattr(ctx context.Context, name string, value []byte, flags int) error {
+	x, err := n.xattrs("setxattr")
+	if err != nil {
+		return err
+	}
+	return x.SetXattr(ctx, name, value, flags)
+}
+
+func (n *node) ListXattr(ctx context.Context) ([]string, error) {
+	x, err := n.xattrs("listxattr")
+	if err != nil {
+		return nil, nil
+	}
+	return x.ListXattr(ctx)
+}
+
+func (n *node) RemoveXattr(ctx context.Context, name string) error {
+	x, err := n.xattrs("removexattr")
+	if err != nil {
+		return err
+	}
+	return x.RemoveXattr(ctx, name)
+}

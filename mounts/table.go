@@ -1,0 +1,147 @@
+// Package mounts is the namespace of gsvfs: a mount table that serves
+// backends (vfs trees) at path prefixes and composes them into the one tree
+// the edges export. It takes vfs.Nodes and never speaks a protocol itself.
+//
+// A path is served by the mount at that exact path if there is one, else
+// by the tree it falls in. A directory on the way to a mount point that no
+// backend serves (such as "/") is a read-only virtual directory listing
+// what lies beneath. Mount points appear in their parent's listing whether
+// or not the parent's backend has an entry of that name, and hide such an
+// entry, as a mount does on Linux.
+//
+// Each mount gets a number that is folded into the top bits of its inode
+// numbers, so inode numbers stay unique across the composed tree. Renames
+// and hard links never cross mounts (EXDEV), and a mount point, or a
+// directory holding one, cannot be renamed or removed (EBUSY).
+package mounts
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gsvfs/gsvfs/vfs"
+)
+
+// inoBits is how many low bits of a backend's inode number survive
+// folding; the mount's number goes above them.
+const inoBits = 48
+
+// Table is a mount table. The zero value is not usable; call New.
+type Table struct {
+	mu       sync.RWMutex
+	mounts   map[string]*mount
+	nextID   uint64
+	virtInos map[string]uint64
+	created  time.Time // the timestamps of virtual directories
+}
+
+// mount is one backend served at a path.
+type mount struct {
+	path string
+	root vfs.Node
+	id   uint64
+}
+
+// New returns an empty table.
+func New() *Table {
+	return &Table{mounts: make(map[string]*mount), virtInos: make(map[string]uint64), created: time.Now()}
+}
+
+// Mount serves root at the absolute path p, replacing what was mounted
+// there. Mounting at "/" is allowed.
+func (t *Table) Mount(p string, root vfs.Node) error {
+	clean := path.Clean(p)
+	if !path.IsAbs(p) || clean != p {
+		return fmt.Errorf("mount path %q must be absolute and clean", p)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.nextID++
+	if t.nextID >= 1<<(64-inoBits) {
+		return fmt.Errorf("mount %s: too many mounts", p)
+	}
+	t.mounts[p] = &mount{path: p, root: root, id: t.nextID}
+	return nil
+}
+
+// Root returns the root of the composed tree: the attach.
+func (t *Table) Root() vfs.Node {
+	return t.nodeAt("/")
+}
+
+// mountAt returns the mount at exactly p.
+func (t *Table) mountAt(p string) *mount {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.mounts[p]
+}
+
+// busy reports whether p is a mount point or lies on the way to one.
+func (t *Table) busy(p string) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	for mp := range t.mounts {
+		if mp == p || isBelow(mp, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// childMounts returns the names of the entries of directory dir that are
+// mount points or lie on the way to one, sorted.
+func (t *Table) childMounts(dir string) []string {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	var names []string
+	for mp := range t.mounts {
+		if !isBelow(mp, dir) {
+			continue
+		}
+		rest := strings.TrimPrefix(strings.TrimPrefix(mp, dir), "/")
+		name, _, _ := strings.Cut(rest, "/")
+		if !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// virtualIno returns the stable inode number of the virtual directory p.
+func (t *Table) virtualIno(p string) uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ino, ok := t.virtInos[p]
+	if !ok {
+		ino = vfs.NewIno()
+		t.virtInos[p] = ino
+	}
+	return ino
+}
+
+// nodeAt returns the namespace node for p: the mount there, else a
+// virtual directory.
+func (t *Table) nodeAt(p string) *node {
+	if m := t.mountAt(p); m != nil {
+		return &node{t: t, path: p, inner: m.root, mnt: m}
+	}
+	return &node{t: t, path: p}
+}
+
+// isBelow reports whether p lies strictly beneath dir.
+func isBelow(p, dir string) bool {
+	if dir == "/" {
+		return p != "/"
+	}
+	return strings.HasPrefix(p, dir+"/")
+}
+
+// fold makes a backend inode number unique in the namespace.
+func (m *mount) fold(ino uint64) uint64 {
+	return m.id<<inoBits | ino&(1<<inoBits-1)
+}

@@ -1,0 +1,269 @@
+// Package diskfs serves a host directory as a vfs tree: the disk-backed
+// /home, /workspaces and /etc of gsvfs. It is the one package that touches
+// host paths.
+//
+// Confinement does not rest on string checks. Every operation names a child
+// of a directory the package already holds open (an O_PATH descriptor) and
+// passes that single name to an *at system call with O_NOFOLLOW or
+// AT_SYMLINK_NOFOLLOW; names are refused unless they are one path element
+// other than "." and "..". So no "..", symlink (planted by anyone, at any
+// moment) or directory swapped mid-operation can lead a call outside the
+// tree: the kernel never resolves more than one component, and never follows
+// a link while doing so. Symlinks are returned to clients as symlinks and
+// are resolved, if at all, in the client's own namespace.
+//
+// Directories are nodes holding an O_PATH descriptor, so they follow renames
+// for free. Regular files, symlinks and special files are nodes that know
+// the names they are reachable by (parent directory node plus name): holding
+// a descriptor per file would exhaust the descriptor limit on large trees.
+// Nodes are kept in a table keyed by device and inode number, so one host
+// file is one node however many hard links or walks reach it, and renames,
+// links and unlinks done through the tree keep every node's names true.
+package diskfs
+
+import (
+	"context"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+	"weak"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gsvfs/gsvfs/vfs"
+)
+
+// FS is one disk-backed tree rooted at a host directory.
+type FS struct {
+	root *node
+
+	mu    sync.Mutex
+	nodes map[fileID]weak.Pointer[node]
+}
+
+// fileID identifies a host file: the key of the node table.
+type fileID struct {
+	dev, ino uint64
+}
+
+// link is one name a file is reachable by.
+type link struct {
+	dir  *node
+	name string
+}
+
+// node is a file, directory or symlink of the tree.
+type node struct {
+	fs    *FS
+	id    fileID
+	isDir bool
+	// fd holds an O_PATH descriptor: always for a directory; for a file
+	// only once its last known name is gone while the node is still in use
+	// (unlinked but open), so stat keeps working. -1 otherwise. Guarded by
+	// fs.mu; closed by the node's cleanup when it is no longer reachable.
+	fd *descriptor
+	// links are the names a non-directory is known by, guarded by fs.mu.
+	links []link
+}
+
+// descriptor owns a host fd so that a cleanup can close it without keeping
+// its node reachable.
+type descriptor struct {
+	mu sync.Mutex
+	fd int
+}
+
+func (d *descriptor) get() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.fd
+}
+
+func (d *descriptor) set(fd int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.fd = fd
+}
+
+func (d *descriptor) close() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.fd >= 0 {
+		unix.Close(d.fd)
+		d.fd = -1
+	}
+}
+
+// New serves the host directory dir. The directory must exist.
+func New(dir string) (*FS, error) {
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, vfs.Error("open", dir, errno(err))
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, vfs.Error("stat", dir, errno(err))
+	}
+	f := &FS{nodes: make(map[fileID]weak.Pointer[node])}
+	f.root = f.adopt(idOf(&st), true, fd, link{})
+	return f, nil
+}
+
+// Root returns the tree's root directory: the attach.
+func (f *FS) Root() vfs.Node { return f.root }
+
+func idOf(st *unix.Stat_t) fileID { return fileID{dev: st.Dev, ino: st.Ino} }
+
+// adopt returns the node for id, making it if none is alive. A directory
+// node takes ownership of fd (closing it if a node already exists); a file
+// node learns the name l.
+func (f *FS) adopt(id fileID, isDir bool, fd int, l link) *node {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if n := f.nodes[id].Value(); n != nil && n.isDir == isDir {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+		if !isDir {
+			n.addLinkLocked(l)
+		}
+		return n
+	}
+	n := &node{fs: f, id: id, isDir: isDir, fd: &descriptor{fd: fd}}
+	if !isDir {
+		n.links = []link{l}
+	}
+	wp := weak.Make(n)
+	f.nodes[id] = wp
+	runtime.AddCleanup(n, f.forget, cleanupArg{id: id, wp: wp, fd: n.fd})
+	return n
+}
+
+type cleanupArg struct {
+	id fileID
+	wp weak.Pointer[node]
+	fd *descriptor
+}
+
+// forget runs once a node is unreachable: it closes the node's descriptor
+// and drops its table entry unless a newer node took the slot.
+func (f *FS) forget(a cleanupArg) {
+	a.fd.close()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.nodes[a.id] == a.wp {
+		delete(f.nodes, a.id)
+	}
+}
+
+// lookupLive returns the live node for id, or nil.
+func (f *FS) lookupLive(id fileID) *node {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.nodes[id].Value()
+}
+
+func (n *node) addLinkLocked(l link) {
+	for _, have := range n.links {
+		if have == l {
+			return
+		}
+	}
+	n.links = append(n.links, l)
+}
+
+// dropLinkLocked forgets the name l. When it was the file's last known
+// name, pin (an O_PATH descriptor opened before the unlink) keeps the node
+// usable; otherwise pin is closed.
+func (n *node) dropLinkLocked(l link, pin int) {
+	n.links = deleteLink(n.links, l)
+	if len(n.links) == 0 && pin >= 0 && n.fd.get() < 0 {
+		n.fd.set(pin)
+		return
+	}
+	if pin >= 0 {
+		unix.Close(pin)
+	}
+}
+
+func deleteLink(links []link, l link) []link {
+	for i, have := range links {
+		if have == l {
+			return append(links[:i], links[i+1:]...)
+		}
+	}
+	return links
+}
+
+// loc says how to reach a node with *at calls: a directory descriptor and
+// a name in it, or the node's own descriptor and "" (directories and
+// unlinked files). It holds the directory node so that the descriptor
+// cannot be closed, and its number reused, while a call uses it: callers
+// end with runtime.KeepAlive(loc).
+type loc struct {
+	owner *node
+	fd    int
+	name  string
+}
+
+func (n *node) where() (loc, error) {
+	if fd := n.fd.get(); fd >= 0 {
+		return loc{owner: n, fd: fd}, nil
+	}
+	n.fs.mu.Lock()
+	defer n.fs.mu.Unlock()
+	if len(n.links) == 0 {
+		return loc{}, syscall.ENOENT
+	}
+	l := n.links[0]
+	return loc{owner: l.dir, fd: l.dir.fd.get(), name: l.name}, nil
+}
+
+// self reports whether the location is the node's own descriptor.
+func (l loc) self() bool { return l.name == "" }
+
+// procPath names the location for the few system calls without an *at form
+// (chmod, xattrs). /proc/self/fd/N resolves to the descriptor's own file,
+// so the path cannot be redirected. When the location is the node's own
+// descriptor the magic link must be followed; otherwise the final name
+// must not be.
+func (l loc) procPath() (p string, follow bool) {
+	p = "/proc/self/fd/" + strconv.Itoa(l.fd)
+	if l.self() {
+		return p, true
+	}
+	return p + "/" + l.name, false
+}
+
+// stat is fstatat without following a final symlink.
+func (l loc) stat(st *unix.Stat_t) error {
+	if l.self() {
+		return unix.Fstat(l.fd, st)
+	}
+	return unix.Fstatat(l.fd, l.name, st, unix.AT_SYMLINK_NOFOLLOW)
+}
+
+// open opens the location; a final symlink is never followed.
+func (l loc) open(flags int, mode uint32) (int, error) {
+	flags |= unix.O_CLOEXEC
+	if l.self() {
+		p, _ := l.procPath()
+		return unix.Open(p, flags&^unix.O_CREAT, 0)
+	}
+	return unix.Openat(l.fd, l.name, flags|unix.O_NOFOLLOW, mode)
+}
+
+// errno extracts the errno of a system call error.
+func errno(err error) syscall.Errno {
+	return vfs.Errno(err)
+}
+
+// checkCtx fails fast when the caller already gave up.
+func checkCtx(ctx context.Context, op string) error {
+	if ctx.Err() != nil {
+		return vfs.Error(op, "", syscall.EINTR)
+	}
+	return nil
+}

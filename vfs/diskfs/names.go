@@ -1,0 +1,243 @@
+package diskfs
+
+import (
+	"context"
+	"runtime"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gsvfs/gsvfs/vfs"
+)
+
+// The operations that change which names reach which file. Each keeps the
+// node table true: a moved file's node learns its new name; a file whose
+// last name goes while its node is still in use is pinned by an O_PATH
+// descriptor, so fstat-like calls on it keep working (unlink while open).
+
+func (n *node) Remove(ctx context.Context, name string, dir bool) error {
+	if err := n.dirOp(ctx, "remove", name); err != nil {
+		return err
+	}
+	victim, pin := n.prepareUnlink(name)
+	flags := 0
+	if dir {
+		flags = unix.AT_REMOVEDIR
+	}
+	if err := unix.Unlinkat(n.fd.get(), name, flags); err != nil {
+		closePin(pin)
+		return vfs.Error("remove", name, errno(err))
+	}
+	n.fs.unlinked(victim, link{dir: n, name: name}, pin)
+	return nil
+}
+
+// prepareUnlink finds the live file node that name (about to be unlinked
+// or replaced) belongs to, and pins it if name is its last known name.
+func (n *node) prepareUnlink(name string) (victim *node, pin int) {
+	var st unix.Stat_t
+	if unix.Fstatat(n.fd.get(), name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+		return nil, -1
+	}
+	victim = n.fs.lookupLive(idOf(&st))
+	if victim == nil || victim.isDir || st.Nlink > 1 {
+		return victim, -1
+	}
+	pin, err := unix.Openat(n.fd.get(), name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return victim, -1
+	}
+	return victim, pin
+}
+
+// unlinked records that name l no longer reaches victim.
+func (f *FS) unlinked(victim *node, l link, pin int) {
+	if victim == nil || victim.isDir {
+		closePin(pin)
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	victim.dropLinkLocked(l, pin)
+}
+
+func closePin(pin int) {
+	if pin >= 0 {
+		unix.Close(pin)
+	}
+}
+
+func (n *node) Rename(ctx context.Context, oldName string, newDir vfs.Node, newName string) error {
+	if err := n.dirOp(ctx, "rename", oldName); err != nil {
+		return err
+	}
+	to, ok := newDir.(*node)
+	if !ok || to.fs != n.fs {
+		return vfs.Error("rename", newName, syscall.EXDEV)
+	}
+	if err := to.dirOp(ctx, "rename", newName); err != nil {
+		return err
+	}
+	var st unix.Stat_t
+	var moved *node
+	if unix.Fstatat(n.fd.get(), oldName, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+		moved = n.fs.lookupLive(idOf(&st))
+	}
+	replaced, pin := to.prepareUnlink(newName)
+	if replaced != nil && replaced == moved {
+		// Renaming a name onto another link of the same file does nothing.
+		closePin(pin)
+		replaced = nil
+	}
+	err := unix.Renameat(n.fd.get(), oldName, to.fd.get(), newName)
+	runtime.KeepAlive(to)
+	if err != nil {
+		closePin(pin)
+		return vfs.Error("rename", oldName, errno(err))
+	}
+	n.fs.unlinked(replaced, link{dir: to, name: newName}, pin)
+	n.fs.moved(moved, link{dir: n, name: oldName}, link{dir: to, name: newName})
+	return nil
+}
+
+// moved records that file m's name from is now to.
+func (f *FS) moved(m *node, from, to link) {
+	if m == nil || m.isDir {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m.links = deleteLink(m.links, from)
+	m.addLinkLocked(to)
+}
+
+func (n *node) Link(ctx context.Context, target vfs.Node, name string) (vfs.Node, error) {
+	if err := n.dirOp(ctx, "link", name); err != nil {
+		return nil, err
+	}
+	t, ok := target.(*node)
+	if !ok || t.fs != n.fs {
+		return nil, vfs.Error("link", name, syscall.EXDEV)
+	}
+	if t.isDir {
+		return nil, vfs.Error("link", name, syscall.EPERM)
+	}
+	err := t.do(func(l loc) error {
+		if l.self() {
+			// Only an unlinked file is named by its own descriptor, and
+			// linking a file with no links left fails as on Linux.
+			return syscall.ENOENT
+		}
+		return unix.Linkat(l.fd, l.name, n.fd.get(), name, 0)
+	})
+	if err != nil {
+		return nil, vfs.Error("link", name, errno(err))
+	}
+	n.fs.mu.Lock()
+	t.addLinkLocked(link{dir: n, name: name})
+	n.fs.mu.Unlock()
+	return t, nil
+}
+
+// Extended attributes go through /proc/self/fd paths: the xattr calls have
+// no *at form. The l* variants refuse to follow a final symlink.
+
+func (n *node) GetXattr(_ context.Context, attr string) ([]byte, error) {
+	var val []byte
+	err := n.xattrDo(func(p string, follow bool) error {
+		get := unix.Lgetxattr
+		if follow {
+			get = unix.Getxattr
+		}
+		for {
+			size, err := get(p, attr, nil)
+			if err != nil {
+				return err
+			}
+			val = make([]byte, size)
+			got, err := get(p, attr, val)
+			if err != syscall.ERANGE {
+				val = val[:max(got, 0)]
+				return err
+			}
+		}
+	})
+	if err != nil {
+		return nil, vfs.Error("getxattr", attr, errno(err))
+	}
+	return val, nil
+}
+
+func (n *node) SetXattr(_ context.Context, attr string, value []byte, flags int) error {
+	err := n.xattrDo(func(p string, follow bool) error {
+		if follow {
+			return unix.Setxattr(p, attr, value, flags)
+		}
+		return unix.Lsetxattr(p, attr, value, flags)
+	})
+	if err != nil {
+		return vfs.Error("setxattr", attr, errno(err))
+	}
+	return nil
+}
+
+func (n *node) ListXattr(context.Context) ([]string, error) {
+	var names []string
+	err := n.xattrDo(func(p string, follow bool) error {
+		list := unix.Llistxattr
+		if follow {
+			list = unix.Listxattr
+		}
+		for {
+			size, err := list(p, nil)
+			if err != nil {
+				return err
+			}
+			buf := make([]byte, size)
+			got, err := list(p, buf)
+			if err == syscall.ERANGE {
+				continue
+			}
+			names = splitNul(buf[:max(got, 0)])
+			return err
+		}
+	})
+	if err != nil {
+		return nil, vfs.Error("listxattr", "", errno(err))
+	}
+	return names, nil
+}
+
+func (n *node) RemoveXattr(_ context.Context, attr string) error {
+	err := n.xattrDo(func(p string, follow bool) error {
+		if follow {
+			return unix.Removexattr(p, attr)
+		}
+		return unix.Lremovexattr(p, attr)
+	})
+	if err != nil {
+		return vfs.Error("removexattr", attr, errno(err))
+	}
+	return nil
+}
+
+func (n *node) xattrDo(fn func(p string, follow bool) error) error {
+	return n.do(func(l loc) error {
+		p, follow := l.procPath()
+		return fn(p, follow)
+	})
+}
+
+func splitNul(b []byte) []string {
+	var out []string
+	start := 0
+	for i, c := range b {
+		if c == 0 {
+			if i > start {
+				out = append(out, string(b[start:i]))
+			}
+			start = i + 1
+		}
+	}
+	return out
+}

@@ -1,0 +1,341 @@
+package diskfs
+
+import (
+	"context"
+	"os"
+	"runtime"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gsvfs/gsvfs/vfs"
+)
+
+// do runs fn at the node's location. A file whose name vanished behind the
+// tree's back (another program renamed or removed it) may still be reachable
+// by another name it is known by, so ENOENT retries with the next one.
+func (n *node) do(fn func(l loc) error) error {
+	for {
+		l, err := n.where()
+		if err != nil {
+			return err
+		}
+		err = fn(l)
+		runtime.KeepAlive(l.owner)
+		if err != syscall.ENOENT || l.self() || !n.dropStale(l) {
+			return err
+		}
+	}
+}
+
+// dropStale forgets the name l and reports whether another name is left.
+func (n *node) dropStale(l loc) bool {
+	n.fs.mu.Lock()
+	defer n.fs.mu.Unlock()
+	before := len(n.links)
+	n.links = deleteLink(n.links, link{dir: l.owner, name: l.name})
+	return len(n.links) > 0 && len(n.links) < before
+}
+
+func (n *node) Attr(context.Context) (vfs.Attr, error) {
+	var st unix.Stat_t
+	if err := n.do(func(l loc) error { return l.stat(&st) }); err != nil {
+		return vfs.Attr{}, vfs.Error("stat", "", errno(err))
+	}
+	return toAttr(&st), nil
+}
+
+func toAttr(st *unix.Stat_t) vfs.Attr {
+	return vfs.Attr{
+		Ino: st.Ino, Mode: st.Mode, Nlink: uint32(st.Nlink),
+		Uid: st.Uid, Gid: st.Gid, Rdev: st.Rdev,
+		Size: st.Size, Blocks: st.Blocks, Blksize: uint32(st.Blksize),
+		Atime: time.Unix(st.Atim.Unix()),
+		Mtime: time.Unix(st.Mtim.Unix()),
+		Ctime: time.Unix(st.Ctim.Unix()),
+	}
+}
+
+func (n *node) SetAttr(ctx context.Context, s vfs.SetAttr) (vfs.Attr, error) {
+	if err := n.do(func(l loc) error { return setAttrAt(l, s) }); err != nil {
+		return vfs.Attr{}, vfs.Error("setattr", "", errno(err))
+	}
+	return n.Attr(ctx)
+}
+
+// setAttrAt applies s to the file at l: chown, then chmod (so a chown
+// clearing set-id bits cannot undo a mode set in the same call), then size,
+// then times.
+func setAttrAt(l loc, s vfs.SetAttr) error {
+	if s.Valid&(vfs.SetUid|vfs.SetGid) != 0 {
+		uid, gid := -1, -1
+		if s.Has(vfs.SetUid) {
+			uid = int(s.Uid)
+		}
+		if s.Has(vfs.SetGid) {
+			gid = int(s.Gid)
+		}
+		if err := chownAt(l, uid, gid); err != nil {
+			return err
+		}
+	}
+	if s.Has(vfs.SetMode) {
+		if err := chmodAt(l, s.Mode); err != nil {
+			return err
+		}
+	}
+	if s.Has(vfs.SetSize) {
+		if err := truncateAt(l, s.Size); err != nil {
+			return err
+		}
+	}
+	if ts, ok := utimes(s); ok {
+		return utimesAt(l, ts)
+	}
+	return nil
+}
+
+func chownAt(l loc, uid, gid int) error {
+	if l.self() {
+		return unix.Fchownat(l.fd, "", uid, gid, unix.AT_EMPTY_PATH)
+	}
+	return unix.Fchownat(l.fd, l.name, uid, gid, unix.AT_SYMLINK_NOFOLLOW)
+}
+
+// chmodAt changes permission bits through an O_PATH descriptor of the file
+// itself: chmod(2) has no way to refuse a final symlink otherwise.
+func chmodAt(l loc, mode uint32) error {
+	fd, err := l.open(unix.O_PATH, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return unix.Chmod(selfPath(fd), mode&0o7777)
+}
+
+func truncateAt(l loc, size int64) error {
+	fd, err := l.open(unix.O_WRONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return unix.Ftruncate(fd, size)
+}
+
+func utimesAt(l loc, ts []unix.Timespec) error {
+	if l.self() {
+		p, _ := l.procPath()
+		return unix.UtimesNanoAt(unix.AT_FDCWD, p, ts, 0)
+	}
+	return unix.UtimesNanoAt(l.fd, l.name, ts, unix.AT_SYMLINK_NOFOLLOW)
+}
+
+// utimes converts the time fields of s to utimensat's form.
+func utimes(s vfs.SetAttr) ([]unix.Timespec, bool) {
+	pick := func(set, now vfs.SetMask, t time.Time) unix.Timespec {
+		switch {
+		case s.Has(now):
+			return unix.Timespec{Nsec: unix.UTIME_NOW}
+		case s.Has(set):
+			return unix.NsecToTimespec(t.UnixNano())
+		}
+		return unix.Timespec{Nsec: unix.UTIME_OMIT}
+	}
+	if s.Valid&(vfs.SetAtime|vfs.SetMtime|vfs.SetAtimeNow|vfs.SetMtimeNow) == 0 {
+		return nil, false
+	}
+	return []unix.Timespec{
+		pick(vfs.SetAtime, vfs.SetAtimeNow, s.Atime),
+		pick(vfs.SetMtime, vfs.SetMtimeNow, s.Mtime),
+	}, true
+}
+
+func selfPath(fd int) string {
+	l := loc{fd: fd}
+	p, _ := l.procPath()
+	return p
+}
+
+// dirOp checks that n is a directory and name a valid child name.
+func (n *node) dirOp(ctx context.Context, op, name string) error {
+	if err := checkCtx(ctx, op); err != nil {
+		return err
+	}
+	if !n.isDir {
+		return vfs.Error(op, name, syscall.ENOTDIR)
+	}
+	return vfs.CheckName(op, name)
+}
+
+func (n *node) Lookup(ctx context.Context, name string) (vfs.Node, error) {
+	if err := n.dirOp(ctx, "lookup", name); err != nil {
+		return nil, err
+	}
+	child, err := n.child(name)
+	if err != nil {
+		return nil, vfs.Error("lookup", name, errno(err))
+	}
+	return child, nil
+}
+
+// child returns the node of the entry name, which must exist.
+func (n *node) child(name string) (*node, error) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(n.fd.get(), name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return nil, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return n.fs.adopt(idOf(&st), false, -1, link{dir: n, name: name}), nil
+	}
+	fd, err := unix.Openat(n.fd.get(), name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	return n.fs.adopt(idOf(&st), true, fd, link{}), nil
+}
+
+func (n *node) Open(ctx context.Context, flags int) (vfs.Handle, error) {
+	if err := checkCtx(ctx, "open"); err != nil {
+		return nil, err
+	}
+	flags &^= os.O_CREATE | os.O_EXCL
+	if n.isDir {
+		if flags&(os.O_WRONLY|os.O_RDWR|os.O_TRUNC) != 0 {
+			return nil, vfs.Error("open", "", syscall.EISDIR)
+		}
+		p, _ := loc{fd: n.fd.get()}.procPath()
+		fd, err := unix.Open(p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		runtime.KeepAlive(n)
+		if err != nil {
+			return nil, vfs.Error("open", "", errno(err))
+		}
+		return &dirHandle{fd: fd}, nil
+	}
+	var fd int
+	err := n.do(func(l loc) (err error) {
+		fd, err = l.open(flags, 0)
+		return err
+	})
+	if err != nil {
+		return nil, vfs.Error("open", "", errno(err))
+	}
+	return &fileHandle{fd: fd}, nil
+}
+
+func (n *node) Create(ctx context.Context, name string, flags int, mode uint32) (vfs.Node, vfs.Handle, error) {
+	if err := n.dirOp(ctx, "create", name); err != nil {
+		return nil, nil, err
+	}
+	fd, err := unix.Openat(n.fd.get(), name, flags|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode&0o7777)
+	if err != nil {
+		return nil, nil, vfs.Error("create", name, errno(err))
+	}
+	var st unix.Stat_t
+	err = n.giveToCaller(ctx, func(uid, gid int) error { return unix.Fchown(fd, uid, gid) })
+	if err == nil {
+		err = unix.Fstat(fd, &st)
+	}
+	if err != nil {
+		unix.Close(fd)
+		return nil, nil, vfs.Error("create", name, errno(err))
+	}
+	return n.fs.adopt(idOf(&st), false, -1, link{dir: n, name: name}), &fileHandle{fd: fd}, nil
+}
+
+// giveToCaller makes a file just created by the daemon belong to the
+// caller, as if the caller had made it: the caller's uid, and the caller's
+// gid unless the directory is set-group-ID (then the kernel already gave
+// the directory's group, as ext4 does). It does nothing when the daemon
+// is not root or the caller is the daemon's own identity.
+func (n *node) giveToCaller(ctx context.Context, chown func(uid, gid int) error) error {
+	c, ok := vfs.CallerFrom(ctx)
+	if !ok || os.Geteuid() != 0 {
+		return nil
+	}
+	if c.Uid == uint32(os.Geteuid()) && c.Gid == uint32(os.Getegid()) {
+		return nil
+	}
+	gid := int(c.Gid)
+	var st unix.Stat_t
+	if err := unix.Fstat(n.fd.get(), &st); err == nil && st.Mode&unix.S_ISGID != 0 {
+		gid = -1
+	}
+	return chown(int(c.Uid), gid)
+}
+
+// made returns the node of an entry this directory just created, after
+// giving it to the caller.
+func (n *node) made(ctx context.Context, op, name string) (vfs.Node, error) {
+	err := n.giveToCaller(ctx, func(uid, gid int) error {
+		return unix.Fchownat(n.fd.get(), name, uid, gid, unix.AT_SYMLINK_NOFOLLOW)
+	})
+	var child *node
+	if err == nil {
+		child, err = n.child(name)
+	}
+	if err != nil {
+		return nil, vfs.Error(op, name, errno(err))
+	}
+	return child, nil
+}
+
+func (n *node) Mkdir(ctx context.Context, name string, mode uint32) (vfs.Node, error) {
+	if err := n.dirOp(ctx, "mkdir", name); err != nil {
+		return nil, err
+	}
+	if err := unix.Mkdirat(n.fd.get(), name, mode&0o7777); err != nil {
+		return nil, vfs.Error("mkdir", name, errno(err))
+	}
+	return n.made(ctx, "mkdir", name)
+}
+
+func (n *node) Symlink(ctx context.Context, name, target string) (vfs.Node, error) {
+	if err := n.dirOp(ctx, "symlink", name); err != nil {
+		return nil, err
+	}
+	if err := unix.Symlinkat(target, n.fd.get(), name); err != nil {
+		return nil, vfs.Error("symlink", name, errno(err))
+	}
+	return n.made(ctx, "symlink", name)
+}
+
+func (n *node) Mknod(ctx context.Context, name string, mode uint32, rdev uint64) (vfs.Node, error) {
+	if err := n.dirOp(ctx, "mknod", name); err != nil {
+		return nil, err
+	}
+	if err := unix.Mknodat(n.fd.get(), name, mode, int(rdev)); err != nil {
+		return nil, vfs.Error("mknod", name, errno(err))
+	}
+	return n.made(ctx, "mknod", name)
+}
+
+func (n *node) Readlink(context.Context) (string, error) {
+	var target string
+	err := n.do(func(l loc) error {
+		buf := make([]byte, unix.PathMax)
+		k, err := unix.Readlinkat(l.fd, l.name, buf)
+		target = string(buf[:max(k, 0)])
+		return err
+	})
+	if err != nil {
+		return "", vfs.Error("readlink", "", errno(err))
+	}
+	return target, nil
+}
+
+func (n *node) StatFS(context.Context) (vfs.StatFS, error) {
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(n.fs.root.fd.get(), &st); err != nil {
+		return vfs.StatFS{}, vfs.Error("statfs", "", errno(err))
+	}
+	return vfs.StatFS{
+		Bsize: uint32(st.Bsize), Frsize: uint32(st.Frsize),
+		Blocks: st.Blocks, Bfree: st.Bfree, Bavail: st.Bavail,
+		Files: st.Files, Ffree: st.Ffree, NameLen: uint32(st.Namelen),
+	}, nil
+}

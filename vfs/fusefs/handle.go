@@ -1,0 +1,183 @@
+package fusefs
+
+import (
+	"context"
+	"errors"
+	"io"
+	"syscall"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/gsvfs/gsvfs/vfs"
+)
+
+// fileHandle is an open vfs.Handle as go-fuse sees it.
+type fileHandle struct {
+	h        vfs.Handle
+	srv      *server
+	volatile bool
+}
+
+var (
+	_ gofs.FileReader          = (*fileHandle)(nil)
+	_ gofs.FileWriter          = (*fileHandle)(nil)
+	_ gofs.FileReleaser        = (*fileHandle)(nil)
+	_ gofs.FileFsyncer         = (*fileHandle)(nil)
+	_ gofs.FileAllocater       = (*fileHandle)(nil)
+	_ gofs.FilePassthroughFder = (*fileHandle)(nil)
+)
+
+// wrapHandle picks how the kernel serves an open file: generated
+// (volatile) content with direct I/O so every read reaches the daemon;
+// disk-backed content through kernel passthrough when the backend has a
+// host descriptor (go-fuse registers it if the kernel allows), otherwise
+// through the daemon with the page cache.
+func (s *server) wrapHandle(h vfs.Handle, volatile bool) (gofs.FileHandle, uint32, syscall.Errno) {
+	if dr, ok := h.(vfs.DirReader); ok {
+		return &dirStream{h: h, dr: dr, srv: s}, 0, 0
+	}
+	fh := &fileHandle{h: h, srv: s, volatile: volatile}
+	if volatile {
+		return fh, fuse.FOPEN_DIRECT_IO, 0
+	}
+	return fh, 0, 0
+}
+
+// handleAttrer returns the open handle's own stat/truncate ability, used
+// when the kernel names the handle (fstat, ftruncate).
+func handleAttrer(fh gofs.FileHandle) (vfs.HandleAttrer, bool) {
+	f, ok := fh.(*fileHandle)
+	if !ok {
+		return nil, false
+	}
+	ha, ok := f.h.(vfs.HandleAttrer)
+	return ha, ok
+}
+
+func (f *fileHandle) PassthroughFd() (int, bool) {
+	if f.volatile || f.srv.opts.NoPassthrough {
+		return 0, false
+	}
+	if hf, ok := f.h.(vfs.HostFile); ok {
+		return hf.HostFd()
+	}
+	return 0, false
+}
+
+// Read fills dest from off. For stored content it reads until dest is full
+// or the end, because the kernel takes a short read of a cached file as
+// its end; volatile content returns what one read gives.
+func (f *fileHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	ctx = reqCtx(ctx)
+	got := 0
+	for got < len(dest) {
+		n, err := f.h.ReadAt(ctx, dest[got:], off+int64(got))
+		got += n
+		if errors.Is(err, io.EOF) || (err == nil && (n == 0 || f.volatile)) {
+			break
+		}
+		if err != nil {
+			if got > 0 {
+				break
+			}
+			return nil, f.srv.toErrno("read", err)
+		}
+	}
+	return fuse.ReadResultData(dest[:got]), 0
+}
+
+func (f *fileHandle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	n, err := f.h.WriteAt(reqCtx(ctx), data, off)
+	if err != nil && n == 0 {
+		return 0, f.srv.toErrno("write", err)
+	}
+	return uint32(n), 0
+}
+
+func (f *fileHandle) Release(context.Context) syscall.Errno {
+	return f.srv.errnoOf("close", f.h.Close())
+}
+
+func (f *fileHandle) Fsync(ctx context.Context, _ uint32) syscall.Errno {
+	if s, ok := f.h.(vfs.Syncer); ok {
+		return f.srv.errnoOf("fsync", s.Sync(reqCtx(ctx)))
+	}
+	return 0
+}
+
+func (f *fileHandle) Allocate(ctx context.Context, off, size uint64, mode uint32) syscall.Errno {
+	a, ok := f.h.(vfs.Allocater)
+	if !ok {
+		return syscall.EOPNOTSUPP
+	}
+	return f.srv.errnoOf("fallocate", a.Allocate(reqCtx(ctx), int64(off), int64(size), mode))
+}
+
+// dirStream lists an open directory for the kernel, one entry at a time.
+// vfs listings leave out "." and ".."; the kernel expects them, so they
+// come first at offsets 1 and 2, and a backend offset o is sent as o+2.
+// Every offset the kernel holds therefore maps back to a backend offset,
+// and seeking (telldir/seekdir, small getdents buffers) resumes exactly.
+type dirStream struct {
+	h   vfs.Handle
+	dr  vfs.DirReader
+	srv *server
+	pos uint64 // the kernel offset of the next entry
+	buf []vfs.DirEntry
+}
+
+var (
+	_ gofs.FileReaddirenter = (*dirStream)(nil)
+	_ gofs.FileSeekdirer    = (*dirStream)(nil)
+	_ gofs.FileReleasedirer = (*dirStream)(nil)
+	_ gofs.FileFsyncdirer   = (*dirStream)(nil)
+)
+
+const dotEntries = 2
+
+func (d *dirStream) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
+	switch d.pos {
+	case 0:
+		d.pos = 1
+		return &fuse.DirEntry{Name: ".", Mode: syscall.S_IFDIR, Off: 1}, 0
+	case 1:
+		d.pos = dotEntries
+		return &fuse.DirEntry{Name: "..", Mode: syscall.S_IFDIR, Off: dotEntries}, 0
+	}
+	if len(d.buf) == 0 {
+		entries, err := d.dr.ReadDir(reqCtx(ctx), d.pos-dotEntries)
+		if err != nil {
+			return nil, d.srv.toErrno("readdir", err)
+		}
+		if len(entries) == 0 {
+			return nil, 0
+		}
+		d.buf = entries
+	}
+	e := d.buf[0]
+	d.buf = d.buf[1:]
+	d.pos = e.Next + dotEntries
+	return &fuse.DirEntry{Name: e.Name, Ino: e.Ino, Mode: e.Type, Off: d.pos}, 0
+}
+
+func (d *dirStream) Seekdir(_ context.Context, off uint64) syscall.Errno {
+	if off != d.pos {
+		d.pos = off
+		d.buf = nil
+	}
+	return 0
+}
+
+func (d *dirStream) Releasedir(context.Context, uint32) {
+	if err := d.h.Close(); err != nil {
+		d.srv.toErrno("closedir", err)
+	}
+}
+
+func (d *dirStream) Fsyncdir(ctx context.Context, _ uint32) syscall.Errno {
+	if s, ok := d.h.(vfs.Syncer); ok {
+		return d.srv.errnoOf("fsyncdir", s.Sync(reqCtx(ctx)))
+	}
+	return 0
+}

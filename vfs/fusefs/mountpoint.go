@@ -1,0 +1,137 @@
+package fusefs
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// fsType is what /proc/self/mountinfo calls a gsvfs mount.
+const fsType = "fuse.gsvfs"
+
+// Prepare checks that dir can take a new mount, clearing a stale gsvfs
+// mount left by a daemon that was killed (its mount point answers
+// ENOTCONN). It returns an error a person can act on.
+func Prepare(dir string) error {
+	_, err := os.Stat(dir)
+	if errors.Is(err, syscall.ENOTCONN) {
+		if err := detach(dir, true); err != nil {
+			return fmt.Errorf("mount point %s is a dead mount and could not be cleared: %w", dir, err)
+		}
+		_, err = os.Stat(dir)
+	}
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("mount point %s does not exist", dir)
+	case err != nil:
+		return fmt.Errorf("mount point %s: %w", dir, err)
+	}
+	if fi, _ := os.Stat(dir); !fi.IsDir() {
+		return fmt.Errorf("mount point %s is not a directory", dir)
+	}
+	if typ, ok := mountedAt(dir); ok {
+		return fmt.Errorf("mount point %s is already mounted (%s); run gsvfs umount %s first", dir, typ, dir)
+	}
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		return errors.New("no /dev/fuse: load the fuse module, or give the container /dev/fuse")
+	}
+	return nil
+}
+
+// Unmount detaches the gsvfs mount at dir; the daemon serving it then
+// exits. It refuses a directory that is not a gsvfs mount.
+func Unmount(dir string) error {
+	typ, ok := mountedAt(dir)
+	if !ok {
+		return fmt.Errorf("%s is not a mount point", dir)
+	}
+	if typ != fsType {
+		return fmt.Errorf("%s is a %s mount, not gsvfs", dir, typ)
+	}
+	return detach(dir, false)
+}
+
+// Detach unmounts dir lazily: the mount leaves the namespace at once and
+// goes away when its last open file closes.
+func Detach(dir string) error { return detach(dir, true) }
+
+// detach unmounts dir: directly as root, else through fusermount3. lazy
+// detaches even a busy or dead mount.
+func detach(dir string, lazy bool) error {
+	if os.Geteuid() == 0 {
+		flags := 0
+		if lazy {
+			flags = syscall.MNT_DETACH
+		}
+		if err := syscall.Unmount(dir, flags); err != nil {
+			if err == syscall.EBUSY {
+				return fmt.Errorf("%s is busy: files on it are open or a process has its working directory there", dir)
+			}
+			return err
+		}
+		return nil
+	}
+	args := []string{"-u", dir}
+	if lazy {
+		args = []string{"-uz", dir}
+	}
+	out, err := exec.Command("fusermount3", args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("fusermount3 %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// mountedAt reports the filesystem type mounted at dir, if any.
+func mountedAt(dir string) (string, bool) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", false
+	}
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	typ, found := "", false
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		// id parent major:minor root mountpoint options... - fstype source super
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 5 || unescapeMount(fields[4]) != abs {
+			continue
+		}
+		for i, f := range fields {
+			if f == "-" && i+1 < len(fields) {
+				typ, found = fields[i+1], true // the last one stacked wins
+			}
+		}
+	}
+	return typ, found
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			var v byte
+			if _, err := fmt.Sscanf(s[i+1:i+4], "%03o", &v); err == nil {
+				b.WriteByte(v)
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}

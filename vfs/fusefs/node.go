@@ -1,0 +1,399 @@
+package fusefs
+
+import (
+	"context"
+	"syscall"
+	"time"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/gsvfs/gsvfs/vfs"
+)
+
+// node is the FUSE inode of one vfs.Node. go-fuse keeps one inode per
+// inode number, so hard links and repeated walks share it and the kernel
+// sees one coherent file.
+type node struct {
+	gofs.Inode
+	vn  vfs.Node
+	srv *server
+	// volatile is fixed when the node is first seen: a node's content is
+	// generated or stored for its whole life.
+	volatile bool
+}
+
+// The abilities go-fuse looks for. Optional vfs abilities that a node
+// lacks come back as ENOTSUP or ENOSYS from the methods below.
+var (
+	_ gofs.NodeLookuper       = (*node)(nil)
+	_ gofs.NodeGetattrer      = (*node)(nil)
+	_ gofs.NodeSetattrer      = (*node)(nil)
+	_ gofs.NodeOpener         = (*node)(nil)
+	_ gofs.NodeCreater        = (*node)(nil)
+	_ gofs.NodeMkdirer        = (*node)(nil)
+	_ gofs.NodeMknoder        = (*node)(nil)
+	_ gofs.NodeUnlinker       = (*node)(nil)
+	_ gofs.NodeRmdirer        = (*node)(nil)
+	_ gofs.NodeRenamer        = (*node)(nil)
+	_ gofs.NodeSymlinker      = (*node)(nil)
+	_ gofs.NodeLinker         = (*node)(nil)
+	_ gofs.NodeReadlinker     = (*node)(nil)
+	_ gofs.NodeStatfser       = (*node)(nil)
+	_ gofs.NodeFlusher        = (*node)(nil)
+	_ gofs.NodeOpendirHandler = (*node)(nil)
+	_ gofs.NodeGetxattrer     = (*node)(nil)
+	_ gofs.NodeSetxattrer     = (*node)(nil)
+	_ gofs.NodeListxattrer    = (*node)(nil)
+	_ gofs.NodeRemovexattrer  = (*node)(nil)
+)
+
+// reqCtx carries the FUSE caller's identity into the vfs call, so backends
+// can give new files the caller's ownership.
+func reqCtx(ctx context.Context) context.Context {
+	if caller, ok := fuse.FromContext(ctx); ok {
+		return vfs.WithCaller(ctx, vfs.Caller{Uid: caller.Uid, Gid: caller.Gid})
+	}
+	return ctx
+}
+
+// toErrno maps a vfs error to the errno for the kernel, logging the
+// unexpected ones (EIO) so that an operator can see why.
+func (s *server) toErrno(op string, err error) syscall.Errno {
+	errno := vfs.Errno(err)
+	if errno == syscall.EIO {
+		s.log.Warn("fuse request failed", "op", op, "err", err)
+	}
+	return errno
+}
+
+// fillAttr copies a vfs.Attr into the kernel's form.
+func fillAttr(out *fuse.Attr, a vfs.Attr) {
+	out.Ino = a.Ino
+	out.Mode = a.Mode
+	out.Nlink = a.Nlink
+	out.Owner = fuse.Owner{Uid: a.Uid, Gid: a.Gid}
+	out.Rdev = uint32(a.Rdev)
+	out.Size = uint64(max(a.Size, 0))
+	out.Blocks = uint64(max(a.Blocks, 0))
+	out.Blksize = a.Blksize
+	out.SetTimes(&a.Atime, &a.Mtime, &a.Ctime)
+}
+
+// cacheTime is how long the kernel may trust what it was told about a
+// node: zero for volatile (generated) content.
+func (s *server) cacheTime(a vfs.Attr) time.Duration {
+	if a.Volatile {
+		return 0
+	}
+	return s.opts.CacheTime
+}
+
+func (s *server) fillEntry(out *fuse.EntryOut, a vfs.Attr) {
+	fillAttr(&out.Attr, a)
+	t := s.cacheTime(a)
+	out.SetEntryTimeout(t)
+	out.SetAttrTimeout(t)
+}
+
+// adopt returns the FUSE inode for a child vfs node, filling out.
+func (n *node) adopt(ctx context.Context, child vfs.Node, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	a, err := child.Attr(ctx)
+	if err != nil {
+		return nil, n.srv.toErrno("getattr", err)
+	}
+	n.srv.fillEntry(out, a)
+	stable := gofs.StableAttr{Mode: a.Type(), Ino: a.Ino}
+	return n.NewInode(ctx, &node{vn: child, srv: n.srv, volatile: a.Volatile}, stable), 0
+}
+
+func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	ctx = reqCtx(ctx)
+	child, err := n.vn.Lookup(ctx, name)
+	if err != nil {
+		errno := vfs.Errno(err)
+		if errno == syscall.ENOENT {
+			out.SetEntryTimeout(n.srv.opts.NegativeTime)
+		}
+		return nil, errno
+	}
+	return n.adopt(ctx, child, out)
+}
+
+func (n *node) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	ctx = reqCtx(ctx)
+	var a vfs.Attr
+	var err error
+	if h, ok := handleAttrer(fh); ok {
+		a, err = h.Attr(ctx)
+	} else {
+		a, err = n.vn.Attr(ctx)
+	}
+	if err != nil {
+		return n.srv.toErrno("getattr", err)
+	}
+	fillAttr(&out.Attr, a)
+	out.SetTimeout(n.srv.cacheTime(a))
+	return 0
+}
+
+func (n *node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	ctx = reqCtx(ctx)
+	s := toSetAttr(in)
+	var a vfs.Attr
+	var err error
+	if h, ok := handleAttrer(fh); ok {
+		a, err = h.SetAttr(ctx, s)
+	} else {
+		a, err = n.vn.SetAttr(ctx, s)
+	}
+	if err != nil {
+		return n.srv.toErrno("setattr", err)
+	}
+	fillAttr(&out.Attr, a)
+	out.SetTimeout(n.srv.cacheTime(a))
+	return 0
+}
+
+// toSetAttr converts the kernel's setattr request.
+func toSetAttr(in *fuse.SetAttrIn) vfs.SetAttr {
+	var s vfs.SetAttr
+	if mode, ok := in.GetMode(); ok {
+		s.Valid |= vfs.SetMode
+		s.Mode = mode & 0o7777
+	}
+	if uid, ok := in.GetUID(); ok {
+		s.Valid |= vfs.SetUid
+		s.Uid = uid
+	}
+	if gid, ok := in.GetGID(); ok {
+		s.Valid |= vfs.SetGid
+		s.Gid = gid
+	}
+	if size, ok := in.GetSize(); ok {
+		s.Valid |= vfs.SetSize
+		s.Size = int64(size)
+	}
+	if in.Valid&fuse.FATTR_ATIME_NOW != 0 {
+		s.Valid |= vfs.SetAtimeNow
+	} else if t, ok := in.GetATime(); ok {
+		s.Valid |= vfs.SetAtime
+		s.Atime = t
+	}
+	if in.Valid&fuse.FATTR_MTIME_NOW != 0 {
+		s.Valid |= vfs.SetMtimeNow
+	} else if t, ok := in.GetMTime(); ok {
+		s.Valid |= vfs.SetMtime
+		s.Mtime = t
+	}
+	return s
+}
+
+func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	ctx = reqCtx(ctx)
+	h, err := n.vn.Open(ctx, int(flags))
+	if err != nil {
+		return nil, 0, n.srv.toErrno("open", err)
+	}
+	return n.srv.wrapHandle(h, n.volatile)
+}
+
+func (n *node) OpendirHandle(ctx context.Context, _ uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	ctx = reqCtx(ctx)
+	h, err := n.vn.Open(ctx, syscall.O_RDONLY|syscall.O_DIRECTORY)
+	if err != nil {
+		return nil, 0, n.srv.toErrno("opendir", err)
+	}
+	if _, ok := h.(vfs.DirReader); !ok {
+		h.Close()
+		return nil, 0, syscall.ENOTDIR
+	}
+	return n.srv.wrapHandle(h, false)
+}
+
+func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
+	ctx = reqCtx(ctx)
+	child, h, err := n.vn.Create(ctx, name, int(flags), mode)
+	if err != nil {
+		return nil, nil, 0, n.srv.toErrno("create", err)
+	}
+	inode, errno := n.adopt(ctx, child, out)
+	if errno != 0 {
+		h.Close()
+		return nil, nil, 0, errno
+	}
+	fh, fuseFlags, errno := n.srv.wrapHandle(h, inode.Operations().(*node).volatile)
+	return inode, fh, fuseFlags, errno
+}
+
+func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	ctx = reqCtx(ctx)
+	child, err := n.vn.Mkdir(ctx, name, mode)
+	if err != nil {
+		return nil, n.srv.toErrno("mkdir", err)
+	}
+	return n.adopt(ctx, child, out)
+}
+
+func (n *node) Mknod(ctx context.Context, name string, mode uint32, rdev uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	ctx = reqCtx(ctx)
+	mk, ok := n.vn.(vfs.Mknoder)
+	if !ok {
+		return nil, syscall.EPERM
+	}
+	child, err := mk.Mknod(ctx, name, mode, uint64(rdev))
+	if err != nil {
+		return nil, n.srv.toErrno("mknod", err)
+	}
+	return n.adopt(ctx, child, out)
+}
+
+func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	ctx = reqCtx(ctx)
+	sl, ok := n.vn.(vfs.Symlinker)
+	if !ok {
+		return nil, syscall.EPERM
+	}
+	child, err := sl.Symlink(ctx, name, target)
+	if err != nil {
+		return nil, n.srv.toErrno("symlink", err)
+	}
+	return n.adopt(ctx, child, out)
+}
+
+func (n *node) Link(ctx context.Context, target gofs.InodeEmbedder, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	ctx = reqCtx(ctx)
+	ln, ok := n.vn.(vfs.Linker)
+	t, isOurs := target.(*node)
+	if !ok || !isOurs {
+		return nil, syscall.EPERM
+	}
+	child, err := ln.Link(ctx, t.vn, name)
+	if err != nil {
+		return nil, n.srv.toErrno("link", err)
+	}
+	return n.adopt(ctx, child, out)
+}
+
+func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
+	rl, ok := n.vn.(vfs.Readlinker)
+	if !ok {
+		return nil, syscall.EINVAL
+	}
+	target, err := rl.Readlink(reqCtx(ctx))
+	if err != nil {
+		return nil, n.srv.toErrno("readlink", err)
+	}
+	return []byte(target), 0
+}
+
+func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
+	return n.srv.errnoOf("unlink", n.vn.Remove(reqCtx(ctx), name, false))
+}
+
+func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
+	return n.srv.errnoOf("rmdir", n.vn.Remove(reqCtx(ctx), name, true))
+}
+
+// Rename supports plain rename(2). RENAME_NOREPLACE and RENAME_EXCHANGE get
+// EINVAL, which tools such as mv take as "use plain rename".
+func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	if flags != 0 {
+		return syscall.EINVAL
+	}
+	to, ok := newParent.(*node)
+	if !ok {
+		return syscall.EXDEV
+	}
+	return n.srv.errnoOf("rename", n.vn.Rename(reqCtx(ctx), name, to.vn, newName))
+}
+
+func (s *server) errnoOf(op string, err error) syscall.Errno {
+	if err == nil {
+		return 0
+	}
+	return s.toErrno(op, err)
+}
+
+func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
+	sf, ok := n.vn.(vfs.StatFSer)
+	if !ok {
+		// A synthetic tree has no capacity; report an empty filesystem
+		// so df and statvfs(3) callers get sane numbers.
+		out.Bsize, out.Frsize, out.NameLen = 4096, 4096, 255
+		return 0
+	}
+	st, err := sf.StatFS(reqCtx(ctx))
+	if err != nil {
+		return n.srv.toErrno("statfs", err)
+	}
+	*out = fuse.StatfsOut{
+		Blocks: st.Blocks, Bfree: st.Bfree, Bavail: st.Bavail,
+		Files: st.Files, Ffree: st.Ffree,
+		Bsize: st.Bsize, NameLen: st.NameLen, Frsize: st.Frsize,
+	}
+	return 0
+}
+
+// Flush is refused with ENOSYS, which the kernel remembers: no backend
+// buffers data between write and close, so a FLUSH round trip on every
+// close would buy nothing.
+func (n *node) Flush(context.Context, gofs.FileHandle) syscall.Errno {
+	return syscall.ENOSYS
+}
+
+func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
+	x, ok := n.vn.(vfs.Xattrer)
+	if !ok {
+		return 0, syscall.ENODATA
+	}
+	val, err := x.GetXattr(reqCtx(ctx), attr)
+	if err != nil {
+		return 0, vfs.Errno(err)
+	}
+	if len(dest) < len(val) {
+		return uint32(len(val)), syscall.ERANGE
+	}
+	return uint32(copy(dest, val)), 0
+}
+
+func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
+	x, ok := n.vn.(vfs.Xattrer)
+	if !ok {
+		return syscall.ENOTSUP
+	}
+	return vfs.Errno(x.SetXattr(reqCtx(ctx), attr, data, int(flags)))
+}
+
+func (n *node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
+	x, ok := n.vn.(vfs.Xattrer)
+	if !ok {
+		return 0, 0
+	}
+	names, err := x.ListXattr(reqCtx(ctx))
+	if err != nil {
+		return 0, vfs.Errno(err)
+	}
+	size := 0
+	for _, name := range names {
+		size += len(name) + 1
+	}
+	if len(dest) < size {
+		return uint32(size), syscall.ERANGE
+	}
+	at := 0
+	for _, name := range names {
+		at += copy(dest[at:], name)
+		dest[at] = 0
+		at++
+	}
+	return uint32(size), 0
+}
+
+func (n *node) Removexattr(ctx context.Context, attr string) syscall.Errno {
+	x, ok := n.vn.(vfs.Xattrer)
+	if !ok {
+		return syscall.ENOTSUP
+	}
+	return vfs.Errno(x.RemoveXattr(reqCtx(ctx), attr))
+}

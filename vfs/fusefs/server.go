@@ -1,0 +1,114 @@
+// Package fusefs mounts a vfs tree with FUSE. It is the one package that
+// imports go-fuse.
+//
+// Stored files keep the fast path: a handle backed by a host descriptor is
+// handed to the kernel (FUSE passthrough), so reads, writes and mmap run
+// against the backing file without a round trip to the daemon; the kernel
+// may cache entries and attributes for Options.CacheTime. Generated
+// (volatile) files get direct I/O and no attribute cache, so every read
+// reaches the daemon and sees current content.
+package fusefs
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime/debug"
+	"time"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/gsvfs/gsvfs/vfs"
+)
+
+// Options tune a mount.
+type Options struct {
+	// AllowOther lets every user reach the mount (root only). Permissions
+	// are always checked by the kernel (default_permissions), as on a
+	// local disk.
+	AllowOther bool
+	// CacheTime is how long the kernel trusts entries and attributes of
+	// stored files. Zero means one second.
+	CacheTime time.Duration
+	// NegativeTime is how long the kernel remembers that a name does not
+	// exist. Zero means CacheTime.
+	NegativeTime time.Duration
+	// NoPassthrough makes stored file data go through the daemon even
+	// where the kernel offers passthrough (for measurements).
+	NoPassthrough bool
+	// Debug logs every FUSE request.
+	Debug bool
+	// Log receives errors and, with Debug, the request trace.
+	Log *slog.Logger
+}
+
+// server is the state shared by every node of one mount.
+type server struct {
+	opts Options
+	log  *slog.Logger
+}
+
+// Mount is a live FUSE mount of a vfs tree.
+type Mount struct {
+	Dir string
+	fs  *fuse.Server
+}
+
+// New mounts root at dir and returns once the kernel has the mount.
+func New(dir string, root vfs.Node, opts Options) (*Mount, error) {
+	if opts.CacheTime == 0 {
+		opts.CacheTime = time.Second
+	}
+	if opts.NegativeTime == 0 {
+		opts.NegativeTime = opts.CacheTime
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	srv := &server{opts: opts, log: opts.Log}
+	a, err := root.Attr(context.Background())
+	if err != nil {
+		return nil, fmt.Errorf("stat the tree's root: %w", err)
+	}
+	rootNode := &node{vn: root, srv: srv, volatile: a.Volatile}
+	goLog := slog.NewLogLogger(opts.Log.Handler(), slog.LevelDebug)
+	mo := &gofs.Options{
+		MountOptions: fuse.MountOptions{
+			AllowOther:   opts.AllowOther,
+			Options:      []string{"default_permissions"},
+			FsName:       "gsvfs",
+			Name:         "gsvfs",
+			MaxWrite:     1 << 20,
+			MaxReadAhead: 1 << 20,
+			// Many requests in flight: a slow one never queues the rest.
+			MaxBackground: 64,
+			DirectMount:   os.Geteuid() == 0,
+			// open(O_TRUNC) arrives as one request instead of open+setattr.
+			ExtraCapabilities: fuse.CAP_ATOMIC_O_TRUNC,
+			Debug:             opts.Debug,
+			Logger:            goLog,
+			PanicHandler: func(v any) fuse.Status {
+				opts.Log.Error("panic in FUSE request; returning EIO", "panic", v,
+					"stack", string(debug.Stack()))
+				return fuse.EIO
+			},
+		},
+		// Cache times are set per reply (zero for volatile nodes).
+		NullPermissions: true,
+		RootStableAttr:  &gofs.StableAttr{Ino: a.Ino, Mode: a.Type()},
+		Logger:          goLog,
+	}
+	fsrv, err := gofs.Mount(dir, rootNode, mo)
+	if err != nil {
+		return nil, fmt.Errorf("mount %s: %w", dir, err)
+	}
+	return &Mount{Dir: dir, fs: fsrv}, nil
+}
+
+// Wait blocks until the mount is gone (unmounted by anyone).
+func (m *Mount) Wait() { m.fs.Wait() }
+
+// Unmount detaches the mount; it fails while files on it are open.
+func (m *Mount) Unmount() error { return m.fs.Unmount() }

@@ -1,0 +1,231 @@
+package vfs
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Synthetic inode numbers start high so they never meet a host inode of a
+// disk tree mounted beside them before the namespace folds them anyway.
+var lastIno atomic.Uint64
+
+func init() { lastIno.Store(1 << 47) }
+
+// NewIno returns an inode number unique in this process, for a synthetic
+// node. It stays the node's number for the daemon's life.
+func NewIno() uint64 { return lastIno.Add(1) }
+
+// bootTime is the timestamp of built-in nodes: they were made at start.
+var bootTime = time.Now()
+
+// Leaf supplies the directory methods of a node that is not a directory,
+// each failing with ENOTDIR. Synthetic files embed it.
+type Leaf struct{}
+
+func (Leaf) Lookup(context.Context, string) (Node, error) {
+	return nil, Error("lookup", "", syscall.ENOTDIR)
+}
+
+func (Leaf) Create(context.Context, string, int, uint32) (Node, Handle, error) {
+	return nil, nil, Error("create", "", syscall.ENOTDIR)
+}
+
+func (Leaf) Mkdir(context.Context, string, uint32) (Node, error) {
+	return nil, Error("mkdir", "", syscall.ENOTDIR)
+}
+
+func (Leaf) Remove(context.Context, string, bool) error {
+	return Error("remove", "", syscall.ENOTDIR)
+}
+
+func (Leaf) Rename(context.Context, string, Node, string) error {
+	return Error("rename", "", syscall.ENOTDIR)
+}
+
+// ReadOnly supplies the mutating methods of a node nobody may change, each
+// failing with EROFS. It leaves Lookup and Open to the embedder.
+type ReadOnly struct{}
+
+func (ReadOnly) SetAttr(context.Context, SetAttr) (Attr, error) {
+	return Attr{}, Error("setattr", "", syscall.EROFS)
+}
+
+func (ReadOnly) Create(context.Context, string, int, uint32) (Node, Handle, error) {
+	return nil, nil, Error("create", "", syscall.EROFS)
+}
+
+func (ReadOnly) Mkdir(context.Context, string, uint32) (Node, error) {
+	return nil, Error("mkdir", "", syscall.EROFS)
+}
+
+func (ReadOnly) Remove(context.Context, string, bool) error {
+	return Error("remove", "", syscall.EROFS)
+}
+
+func (ReadOnly) Rename(context.Context, string, Node, string) error {
+	return Error("rename", "", syscall.EROFS)
+}
+
+// StaticDir is a read-only directory whose children are fixed when it is
+// made, listed in name order.
+type StaticDir struct {
+	ReadOnly
+	ino   uint64
+	names []string
+	kids  map[string]Node
+}
+
+// NewStaticDir returns a read-only directory holding children.
+func NewStaticDir(children map[string]Node) *StaticDir {
+	names := make([]string, 0, len(children))
+	for name := range children {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return &StaticDir{ino: NewIno(), names: names, kids: children}
+}
+
+// Attr reports a directory of mode 0555.
+func (d *StaticDir) Attr(context.Context) (Attr, error) {
+	return Attr{Ino: d.ino, Mode: syscall.S_IFDIR | 0o555, Nlink: 2,
+		Atime: bootTime, Mtime: bootTime, Ctime: bootTime}, nil
+}
+
+// Lookup finds a child by name.
+func (d *StaticDir) Lookup(_ context.Context, name string) (Node, error) {
+	if kid, ok := d.kids[name]; ok {
+		return kid, nil
+	}
+	return nil, Error("lookup", name, syscall.ENOENT)
+}
+
+// Open returns a listing handle; the directory cannot be written.
+func (d *StaticDir) Open(ctx context.Context, flags int) (Handle, error) {
+	if flags&(os.O_WRONLY|os.O_RDWR) != 0 {
+		return nil, Error("open", "", syscall.EISDIR)
+	}
+	entries := make([]DirEntry, len(d.names))
+	for i, name := range d.names {
+		a, err := d.kids[name].Attr(ctx)
+		if err != nil {
+			return nil, err
+		}
+		entries[i] = DirEntry{Name: name, Ino: a.Ino, Type: a.Type(), Next: uint64(i + 1)}
+	}
+	return ListHandle(entries), nil
+}
+
+// ListHandle is the handle of a directory whose whole listing is known at
+// open: offsets are positions in the slice, so they stay stable for the
+// handle's life.
+type ListHandle []DirEntry
+
+// ReadDir returns the entries from position off on.
+func (l ListHandle) ReadDir(_ context.Context, off uint64) ([]DirEntry, error) {
+	if off >= uint64(len(l)) {
+		return nil, nil
+	}
+	return l[off:], nil
+}
+
+func (ListHandle) ReadAt(context.Context, []byte, int64) (int, error) {
+	return 0, Error("read", "", syscall.EISDIR)
+}
+
+func (ListHandle) WriteAt(context.Context, []byte, int64) (int, error) {
+	return 0, Error("write", "", syscall.EISDIR)
+}
+
+func (ListHandle) Close() error { return nil }
+
+// TextFile is a read-only file with constant content.
+type TextFile struct {
+	Leaf
+	ino  uint64
+	data []byte
+}
+
+// NewTextFile returns a read-only file (mode 0444) holding data.
+func NewTextFile(data []byte) *TextFile {
+	return &TextFile{ino: NewIno(), data: data}
+}
+
+// Attr reports a regular file of the content's size.
+func (f *TextFile) Attr(context.Context) (Attr, error) {
+	return Attr{Ino: f.ino, Mode: syscall.S_IFREG | 0o444, Nlink: 1,
+		Size: int64(len(f.data)), Blocks: (int64(len(f.data)) + 511) / 512,
+		Atime: bootTime, Mtime: bootTime, Ctime: bootTime}, nil
+}
+
+// Open returns a reader of the content; writing is refused.
+func (f *TextFile) Open(_ context.Context, flags int) (Handle, error) {
+	if flags&(os.O_WRONLY|os.O_RDWR|os.O_TRUNC) != 0 {
+		return nil, Error("open", "", syscall.EROFS)
+	}
+	return BytesHandle(f.data), nil
+}
+
+// SetAttr refuses: the content is constant.
+func (f *TextFile) SetAttr(context.Context, SetAttr) (Attr, error) {
+	return Attr{}, Error("setattr", "", syscall.EROFS)
+}
+
+// BytesHandle is a read-only handle over a byte slice: the snapshot a
+// generated file serves for the life of one open.
+type BytesHandle []byte
+
+// ReadAt copies from the snapshot.
+func (b BytesHandle) ReadAt(_ context.Context, p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, Error("read", "", syscall.EINVAL)
+	}
+	if off >= int64(len(b)) {
+		return 0, io.EOF
+	}
+	return copy(p, b[off:]), nil
+}
+
+// WriteAt refuses: a snapshot is read-only.
+func (BytesHandle) WriteAt(context.Context, []byte, int64) (int, error) {
+	return 0, Error("write", "", syscall.EBADF)
+}
+
+// Close does nothing.
+func (BytesHandle) Close() error { return nil }
+
+// FromFS builds a read-only tree of StaticDirs and TextFiles from fsys,
+// reading every file once. It suits small built-in trees such as the
+// manual pages served at /etc/man.
+func FromFS(fsys fs.FS) (Node, error) {
+	return fromFSDir(fsys, ".")
+}
+
+func fromFSDir(fsys fs.FS, dir string) (Node, error) {
+	entries, err := fs.ReadDir(fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	kids := make(map[string]Node, len(entries))
+	for _, e := range entries {
+		p := path.Join(dir, e.Name())
+		if e.IsDir() {
+			kids[e.Name()], err = fromFSDir(fsys, p)
+		} else {
+			var data []byte
+			data, err = fs.ReadFile(fsys, p)
+			kids[e.Name()] = NewTextFile(bytes.Clone(data))
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return NewStaticDir(kids), nil
+}

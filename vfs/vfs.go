@@ -1,0 +1,228 @@
+// Package vfs is the centre of gsvfs: the one small interface every tree
+// implements and every edge (FUSE, 9P) serves, in the spirit of the Plan 9
+// kernel's device table.
+//
+// A tree is a graph of Nodes. A backend's constructor returns its root Node
+// (the attach); Lookup walks one name at a time; Open yields a Handle for
+// reading and writing. Rarer abilities — readlink, symlink, hard links,
+// xattrs, statfs, fsync — are optional one-method (or one-concern)
+// interfaces that an edge discovers with a type assertion, so a synthetic
+// file stays a few lines long.
+//
+// Every method takes a context: edges cancel it when the client gives up
+// (FUSE interrupt, 9P Tflush) and backends honour it wherever they block.
+// Errors are *fs.PathError values wrapping a syscall.Errno or an fs.Err…
+// sentinel; Errno maps any error to the errno both edges send.
+//
+// This package imports only the standard library.
+package vfs
+
+import (
+	"context"
+	"syscall"
+	"time"
+)
+
+// Node is one file, directory or symlink of a tree.
+//
+// Directory methods (Lookup, Create, Mkdir, Remove, Rename) return ENOTDIR
+// on a node that is not a directory. Names passed to them are single path
+// elements: never empty, never "." or "..", never containing '/'. Edges
+// check that with ValidName before calling, and backends check again.
+type Node interface {
+	// Attr returns the node's current attributes (stat).
+	Attr(ctx context.Context) (Attr, error)
+	// SetAttr changes the attributes named in s.Valid (wstat) and returns
+	// the attributes afterwards.
+	SetAttr(ctx context.Context, s SetAttr) (Attr, error)
+	// Lookup walks from a directory to its child called name.
+	Lookup(ctx context.Context, name string) (Node, error)
+	// Open opens the node with os.O_* flags. Opening a directory yields a
+	// Handle that also implements DirReader.
+	Open(ctx context.Context, flags int) (Handle, error)
+	// Create makes a regular file called name in a directory and opens it.
+	// With O_EXCL an existing name fails with EEXIST. The returned handle
+	// may write even when mode forbids it, as open(2) allows.
+	Create(ctx context.Context, name string, flags int, mode uint32) (Node, Handle, error)
+	// Mkdir makes a directory called name.
+	Mkdir(ctx context.Context, name string, mode uint32) (Node, error)
+	// Remove unlinks the child called name; dir selects rmdir semantics.
+	Remove(ctx context.Context, name string, dir bool) error
+	// Rename moves the child oldName to newName in newDir, replacing an
+	// existing target as rename(2) does. newDir comes from the same tree;
+	// a node of another tree gets EXDEV.
+	Rename(ctx context.Context, oldName string, newDir Node, newName string) error
+}
+
+// Handle is an open file or directory.
+type Handle interface {
+	// ReadAt reads at off, returning io.EOF (or fewer bytes) at the end.
+	ReadAt(ctx context.Context, p []byte, off int64) (int, error)
+	// WriteAt writes at off. A handle opened with O_APPEND writes at the
+	// end whatever off says.
+	WriteAt(ctx context.Context, p []byte, off int64) (int, error)
+	// Close releases the handle. It is called exactly once.
+	Close() error
+}
+
+// DirEntry is one entry of a directory listing.
+type DirEntry struct {
+	Name string
+	Ino  uint64
+	Type uint32 // S_IFMT bits of the mode, or 0 when unknown
+	// Next is the offset that resumes the listing just after this entry.
+	Next uint64
+}
+
+// DirReader is implemented by the handle of an open directory.
+type DirReader interface {
+	// ReadDir returns entries starting at offset off: 0 is the start,
+	// any other value is a Next from an earlier entry of this handle.
+	// Offsets stay valid while entries come and go. An empty slice and a
+	// nil error mean the end.
+	ReadDir(ctx context.Context, off uint64) ([]DirEntry, error)
+}
+
+// Readlinker is a symlink.
+type Readlinker interface {
+	Readlink(ctx context.Context) (string, error)
+}
+
+// Symlinker is a directory that can make symlinks.
+type Symlinker interface {
+	Symlink(ctx context.Context, name, target string) (Node, error)
+}
+
+// Linker is a directory that can make hard links to a node of its tree.
+type Linker interface {
+	Link(ctx context.Context, target Node, name string) (Node, error)
+}
+
+// Mknoder is a directory that can make device nodes, FIFOs and sockets.
+type Mknoder interface {
+	Mknod(ctx context.Context, name string, mode uint32, rdev uint64) (Node, error)
+}
+
+// StatFSer reports the capacity of the filesystem holding a node.
+type StatFSer interface {
+	StatFS(ctx context.Context) (StatFS, error)
+}
+
+// Xattrer is a node with extended attributes.
+type Xattrer interface {
+	GetXattr(ctx context.Context, name string) ([]byte, error)
+	SetXattr(ctx context.Context, name string, value []byte, flags int) error
+	ListXattr(ctx context.Context) ([]string, error)
+	RemoveXattr(ctx context.Context, name string) error
+}
+
+// Syncer is a handle whose data can be flushed to stable storage.
+type Syncer interface {
+	Sync(ctx context.Context) error
+}
+
+// HandleAttrer is a handle that can stat and truncate what it has open,
+// even after its name is gone (fstat, ftruncate).
+type HandleAttrer interface {
+	Attr(ctx context.Context) (Attr, error)
+	SetAttr(ctx context.Context, s SetAttr) (Attr, error)
+}
+
+// Allocater is a handle that can reserve or punch space (fallocate).
+type Allocater interface {
+	Allocate(ctx context.Context, off, size int64, mode uint32) error
+}
+
+// HostFile is a handle backed by a real host file descriptor. Edges may
+// hand the descriptor to the kernel (FUSE passthrough) so data moves
+// without passing through the daemon. The descriptor stays owned by the
+// handle.
+type HostFile interface {
+	HostFd() (int, bool)
+}
+
+// Attr is what stat reports about a node.
+type Attr struct {
+	Ino     uint64 // stable and unique within a tree
+	Mode    uint32 // S_IFMT type bits and permission bits, as in stat(2)
+	Nlink   uint32
+	Uid     uint32
+	Gid     uint32
+	Rdev    uint64
+	Size    int64
+	Blocks  int64 // 512-byte blocks
+	Blksize uint32
+	Atime   time.Time
+	Mtime   time.Time
+	Ctime   time.Time
+	// Volatile marks generated content: edges serve it without caching
+	// (FUSE direct I/O, no attribute cache) because its size and bytes
+	// change without a write.
+	Volatile bool
+}
+
+// IsDir reports whether the attributes describe a directory.
+func (a Attr) IsDir() bool { return a.Mode&syscall.S_IFMT == syscall.S_IFDIR }
+
+// Type returns the S_IFMT bits of the mode.
+func (a Attr) Type() uint32 { return a.Mode & syscall.S_IFMT }
+
+// SetMask says which fields of a SetAttr apply.
+type SetMask uint32
+
+// The fields a SetAttr may change.
+const (
+	SetMode SetMask = 1 << iota
+	SetUid
+	SetGid
+	SetSize
+	SetAtime    // to SetAttr.Atime
+	SetMtime    // to SetAttr.Mtime
+	SetAtimeNow // to the current time
+	SetMtimeNow // to the current time
+)
+
+// SetAttr is a change of attributes (wstat, chmod, chown, truncate, utimes).
+type SetAttr struct {
+	Valid SetMask
+	Mode  uint32 // permission bits only
+	Uid   uint32
+	Gid   uint32
+	Size  int64
+	Atime time.Time
+	Mtime time.Time
+}
+
+// Has reports whether every field in m is set.
+func (s SetAttr) Has(m SetMask) bool { return s.Valid&m == m }
+
+// StatFS is what statfs reports.
+type StatFS struct {
+	Bsize   uint32
+	Frsize  uint32
+	Blocks  uint64
+	Bfree   uint64
+	Bavail  uint64
+	Files   uint64
+	Ffree   uint64
+	NameLen uint32
+}
+
+// Caller is the identity a request runs as, supplied by the edge.
+type Caller struct {
+	Uid, Gid uint32
+}
+
+type callerKey struct{}
+
+// WithCaller returns a context carrying the caller's identity. Backends use
+// it to give new files the caller's ownership.
+func WithCaller(ctx context.Context, c Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, c)
+}
+
+// CallerFrom returns the caller in ctx and whether one was set.
+func CallerFrom(ctx context.Context) (Caller, bool) {
+	c, ok := ctx.Value(callerKey{}).(Caller)
+	return c, ok
+}
