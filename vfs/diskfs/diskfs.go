@@ -19,10 +19,14 @@
 // Nodes are kept in a table keyed by device and inode number, so one host
 // file is one node however many hard links or walks reach it, and renames,
 // links and unlinks done through the tree keep every node's names true.
+//
+// Calls on a local disk do not block indefinitely, so this package does not
+// abandon them when a context is cancelled: FUSE reports an interrupt
+// whenever Go's runtime signals a thread, and an open must not fail with
+// EINTR for that.
 package diskfs
 
 import (
-	"context"
 	"runtime"
 	"strconv"
 	"sync"
@@ -258,12 +262,4 @@ func (l loc) open(flags int, mode uint32) (int, error) {
 // errno extracts the errno of a system call error.
 func errno(err error) syscall.Errno {
 	return vfs.Errno(err)
-}
-
-// checkCtx fails fast when the caller already gave up.
-func checkCtx(ctx context.Context, op string) error {
-	if ctx.Err() != nil {
-		return vfs.Error(op, "", syscall.EINTR)
-	}
-	return nil
 }

@@ -16,7 +16,7 @@ import (
 // descriptor, so fstat-like calls on it keep working (unlink while open).
 
 func (n *node) Remove(ctx context.Context, name string, dir bool) error {
-	if err := n.dirOp(ctx, "remove", name); err != nil {
+	if err := n.dirOp("remove", name); err != nil {
 		return err
 	}
 	victim, pin := n.prepareUnlink(name)
@@ -68,14 +68,14 @@ func closePin(pin int) {
 }
 
 func (n *node) Rename(ctx context.Context, oldName string, newDir vfs.Node, newName string) error {
-	if err := n.dirOp(ctx, "rename", oldName); err != nil {
+	if err := n.dirOp("rename", oldName); err != nil {
 		return err
 	}
 	to, ok := newDir.(*node)
 	if !ok || to.fs != n.fs {
 		return vfs.Error("rename", newName, syscall.EXDEV)
 	}
-	if err := to.dirOp(ctx, "rename", newName); err != nil {
+	if err := to.dirOp("rename", newName); err != nil {
 		return err
 	}
 	var st unix.Stat_t
@@ -112,7 +112,7 @@ func (f *FS) moved(m *node, from, to link) {
 }
 
 func (n *node) Link(ctx context.Context, target vfs.Node, name string) (vfs.Node, error) {
-	if err := n.dirOp(ctx, "link", name); err != nil {
+	if err := n.dirOp("link", name); err != nil {
 		return nil, err
 	}
 	t, ok := target.(*node)

@@ -158,10 +158,7 @@ func selfPath(fd int) string {
 }
 
 // dirOp checks that n is a directory and name a valid child name.
-func (n *node) dirOp(ctx context.Context, op, name string) error {
-	if err := checkCtx(ctx, op); err != nil {
-		return err
-	}
+func (n *node) dirOp(op, name string) error {
 	if !n.isDir {
 		return vfs.Error(op, name, syscall.ENOTDIR)
 	}
@@ -169,7 +166,7 @@ func (n *node) dirOp(ctx context.Context, op, name string) error {
 }
 
 func (n *node) Lookup(ctx context.Context, name string) (vfs.Node, error) {
-	if err := n.dirOp(ctx, "lookup", name); err != nil {
+	if err := n.dirOp("lookup", name); err != nil {
 		return nil, err
 	}
 	child, err := n.child(name)
@@ -200,9 +197,6 @@ func (n *node) child(name string) (*node, error) {
 }
 
 func (n *node) Open(ctx context.Context, flags int) (vfs.Handle, error) {
-	if err := checkCtx(ctx, "open"); err != nil {
-		return nil, err
-	}
 	flags &^= os.O_CREATE | os.O_EXCL
 	if n.isDir {
 		if flags&(os.O_WRONLY|os.O_RDWR|os.O_TRUNC) != 0 {
@@ -228,7 +222,7 @@ func (n *node) Open(ctx context.Context, flags int) (vfs.Handle, error) {
 }
 
 func (n *node) Create(ctx context.Context, name string, flags int, mode uint32) (vfs.Node, vfs.Handle, error) {
-	if err := n.dirOp(ctx, "create", name); err != nil {
+	if err := n.dirOp("create", name); err != nil {
 		return nil, nil, err
 	}
 	fd, err := unix.Openat(n.fd.get(), name, flags|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode&0o7777)
@@ -285,7 +279,7 @@ func (n *node) made(ctx context.Context, op, name string) (vfs.Node, error) {
 }
 
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32) (vfs.Node, error) {
-	if err := n.dirOp(ctx, "mkdir", name); err != nil {
+	if err := n.dirOp("mkdir", name); err != nil {
 		return nil, err
 	}
 	if err := unix.Mkdirat(n.fd.get(), name, mode&0o7777); err != nil {
@@ -295,7 +289,7 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32) (vfs.Node, e
 }
 
 func (n *node) Symlink(ctx context.Context, name, target string) (vfs.Node, error) {
-	if err := n.dirOp(ctx, "symlink", name); err != nil {
+	if err := n.dirOp("symlink", name); err != nil {
 		return nil, err
 	}
 	if err := unix.Symlinkat(target, n.fd.get(), name); err != nil {
@@ -305,7 +299,7 @@ func (n *node) Symlink(ctx context.Context, name, target string) (vfs.Node, erro
 }
 
 func (n *node) Mknod(ctx context.Context, name string, mode uint32, rdev uint64) (vfs.Node, error) {
-	if err := n.dirOp(ctx, "mknod", name); err != nil {
+	if err := n.dirOp("mknod", name); err != nil {
 		return nil, err
 	}
 	if err := unix.Mknodat(n.fd.get(), name, mode, int(rdev)); err != nil {

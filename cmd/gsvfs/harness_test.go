@@ -1,0 +1,172 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The integration tests run the real gsvfs binary, mount the tree with
+// real FUSE and touch it from this process, which never serves it.
+
+// binary is the gsvfs command built once for the whole test run.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "gsvfs-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "gsvfs")
+	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building gsvfs:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// needFUSE skips, loudly, where FUSE mounts cannot be made. CI runs as root
+// with /dev/fuse, so there these tests always run.
+func needFUSE(t testing.TB) {
+	t.Helper()
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		t.Skip("SKIPPED: no /dev/fuse on this machine; FUSE tests cannot run")
+	}
+	if os.Geteuid() != 0 {
+		if _, err := exec.LookPath("fusermount3"); err != nil {
+			t.Skip("SKIPPED: not root and no fusermount3; FUSE tests cannot run")
+		}
+	}
+}
+
+// daemon is one running `gsvfs mount --foreground`.
+type daemon struct {
+	Root, Mnt string
+	cmd       *exec.Cmd
+	done      chan error
+	log       *logBuffer
+}
+
+// startMount mounts a fresh state directory at a fresh mount point and
+// returns once the mount is ready. The daemon is stopped (SIGTERM) when
+// the test ends.
+func startMount(t testing.TB, extra ...string) *daemon {
+	t.Helper()
+	needFUSE(t)
+	base := t.TempDir()
+	d := mountAt(t, filepath.Join(base, "state"), filepath.Join(base, "mnt"), extra...)
+	t.Cleanup(func() { d.stop(t) })
+	return d
+}
+
+// mountAt starts a foreground daemon on root at mnt (creating mnt).
+func mountAt(t testing.TB, root, mnt string, extra ...string) *daemon {
+	t.Helper()
+	if err := os.MkdirAll(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"mount", "--foreground", "--root", root}, extra...)
+	cmd := exec.Command(binary, append(args, mnt)...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &daemon{Root: root, Mnt: mnt, cmd: cmd, done: make(chan error, 1), log: &logBuffer{}}
+	cmd.Stderr = d.log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "serving") {
+				ready <- sc.Text()
+			}
+		}
+		close(ready)
+	}()
+	go func() { d.done <- cmd.Wait() }()
+	select {
+	case _, ok := <-ready:
+		if !ok {
+			err := <-d.done
+			t.Fatalf("gsvfs mount exited before the mount was ready: %v\n%s", err, d.log)
+		}
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("gsvfs mount not ready after 20s\n%s", d.log)
+	}
+	return d
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (d *daemon) stop(t testing.TB) {
+	t.Helper()
+	if d.cmd.ProcessState != nil {
+		return
+	}
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-d.done:
+		if err != nil {
+			t.Errorf("gsvfs mount exited with %v after SIGTERM\n%s", err, d.log)
+		}
+	case <-time.After(15 * time.Second):
+		d.cmd.Process.Kill()
+		<-d.done
+		t.Errorf("gsvfs mount did not exit within 15s of SIGTERM\n%s", d.log)
+	}
+	// A daemon that died uncleanly leaves a dead mount: clear it so the
+	// temp directory can be removed.
+	syscall.Unmount(d.Mnt, syscall.MNT_DETACH)
+}
+
+// Path returns the host path of p inside the mount.
+func (d *daemon) Path(p string) string { return filepath.Join(d.Mnt, p) }
+
+// run runs a command (a child process) with a timeout, failing the test
+// on error; it returns the combined output.
+func run(t testing.TB, dir string, name string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s in %s: %v\n%s", name, strings.Join(args, " "), dir, err, out)
+	}
+	return string(out)
+}
+
+// logBuffer collects a daemon's stderr while tests read it.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
