@@ -85,9 +85,10 @@ func (n *node) Rename(ctx context.Context, oldName string, newDir vfs.Node, newN
 	}
 	replaced, pin := to.prepareUnlink(newName)
 	if replaced != nil && replaced == moved {
-		// Renaming a name onto another link of the same file does nothing.
+		// Renaming a name onto another link of the same file does nothing
+		// (rename(2)): both names stay, so the node's names stay too.
 		closePin(pin)
-		replaced = nil
+		replaced, moved = nil, nil
 	}
 	err := unix.Renameat(n.fd.get(), oldName, to.fd.get(), newName)
 	runtime.KeepAlive(to)

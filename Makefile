@@ -1,0 +1,51 @@
+# gsvfs — build, run, test, benchmark and install.
+
+GO       ?= go
+PREFIX   ?= /usr/local
+MANDIR   ?= $(PREFIX)/share/man
+MOUNTPOINT ?= $(HOME)/gsv
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -X main.version=$(VERSION)
+
+.PHONY: all build run test vet bench install uninstall clean
+
+all: build
+
+build:
+	$(GO) build -ldflags '$(LDFLAGS)' -o bin/gsvfs ./cmd/gsvfs
+
+# Serve the default state directory and mount it at $(MOUNTPOINT).
+run: build
+	mkdir -p $(MOUNTPOINT)
+	./bin/gsvfs mount $(MOUNTPOINT)
+
+vet:
+	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then \
+		echo "gofmt wants to change:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+
+# The whole suite: unit tests, FUSE integration tests (real mounts), and
+# go-fuse's posixtest against the mount. Needs root or fusermount3, and
+# /dev/fuse; tests that cannot run here say so loudly.
+test: vet
+	$(GO) test -count=1 -timeout 15m ./...
+
+# Go benchmarks, then the FUSE comparison against native disk.
+bench: build
+	$(GO) test -run '^$$' -bench . -benchtime 2s ./...
+	bash bench/fusebench.sh
+
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man7
+	install -m 0755 bin/gsvfs $(DESTDIR)$(PREFIX)/bin/gsvfs
+	install -m 0644 docs/man/*.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 docs/man/*.7 $(DESTDIR)$(MANDIR)/man7/
+	printf '.so man1/gsvfs-mount.1\n' > $(DESTDIR)$(MANDIR)/man1/gsvfs-umount.1
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/gsvfs $(DESTDIR)$(MANDIR)/man1/gsvfs.1 \
+		$(DESTDIR)$(MANDIR)/man1/gsvfs-mount.1 $(DESTDIR)$(MANDIR)/man1/gsvfs-umount.1 \
+		$(DESTDIR)$(MANDIR)/man7/gsvfs.7
+
+clean:
+	rm -rf bin

@@ -1,0 +1,62 @@
+package vfs_test
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/gsvfs/gsvfs"
+
+// imports lists, for every package of the module, the packages it imports
+// directly (tests excluded).
+func imports(t *testing.T) map[string][]string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, module+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	m := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		m[strings.TrimPrefix(f[0], module+"/")] = f[1:]
+	}
+	return m
+}
+
+// TestDependenciesPointOneWay keeps the layout of DESIGN.md section 6 true:
+// vfs uses only the standard library; each third-party library has one
+// importer; backends and edges never import each other.
+func TestDependenciesPointOneWay(t *testing.T) {
+	all := imports(t)
+	onlyImporter := map[string]string{
+		"github.com/hanwen/go-fuse/v2": "vfs/fusefs",
+		"github.com/spf13/cobra":       "cmd/gsvfs",
+		"golang.org/x/sys/unix":        "vfs/diskfs",
+	}
+	forbidden := map[string][]string{
+		"vfs/diskfs": {"mounts", "vfs/fusefs", "cmd/gsvfs"},
+		"vfs/fusefs": {"mounts", "vfs/diskfs", "cmd/gsvfs"},
+		"mounts":     {"vfs/diskfs", "vfs/fusefs", "cmd/gsvfs"},
+		"docs/man":   {"vfs", "mounts"},
+	}
+	for pkg, imps := range all {
+		for _, imp := range imps {
+			if pkg == "vfs" && strings.Contains(strings.SplitN(imp, "/", 2)[0], ".") {
+				t.Errorf("vfs imports %s; it may use only the standard library", imp)
+			}
+			for lib, owner := range onlyImporter {
+				if strings.HasPrefix(imp, lib) && pkg != owner {
+					t.Errorf("%s imports %s; only %s may", pkg, imp, owner)
+				}
+			}
+			if slices.Contains(forbidden[pkg], strings.TrimPrefix(imp, module+"/")) {
+				t.Errorf("%s imports %s, against the direction of dependencies", pkg, imp)
+			}
+		}
+	}
+	if len(all["vfs"]) == 0 || len(all["cmd/gsvfs"]) == 0 {
+		t.Fatalf("go list found too little: %v", all)
+	}
+}
