@@ -64,6 +64,7 @@ func serveMount(stdout io.Writer, f mountFlags, mountpoint string) (err error) {
 	report := readyReporter()
 	defer func() {
 		if err != nil {
+			slog.Error("mount failed", "mountpoint", mountpoint, "err", err)
 			report(err)
 		}
 	}()

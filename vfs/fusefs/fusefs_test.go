@@ -1,0 +1,166 @@
+package fusefs
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gsvfs/gsvfs/vfs"
+)
+
+// These tests serve a synthetic tree from this process and touch the mount
+// only from child processes (cat, stat, ls): a process must never make FUSE
+// calls into a mount it serves itself.
+
+func mountTree(t *testing.T, root vfs.Node) string {
+	t.Helper()
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		t.Skip("SKIPPED: no /dev/fuse on this machine; FUSE tests cannot run")
+	}
+	if os.Geteuid() != 0 {
+		if _, err := exec.LookPath("fusermount3"); err != nil {
+			t.Skip("SKIPPED: not root and no fusermount3; FUSE tests cannot run")
+		}
+	}
+	dir := t.TempDir()
+	m, err := New(dir, root, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := m.Unmount(); err != nil {
+			Detach(dir)
+		}
+	})
+	return dir
+}
+
+// child runs a command with a deadline and returns its output and error.
+func child(timeout time.Duration, name string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
+	return string(out), err
+}
+
+// panicky panics on every Attr call once armed.
+type panicky struct {
+	*vfs.TextFile
+	armed *atomic.Bool
+}
+
+func (p panicky) Attr(ctx context.Context) (vfs.Attr, error) {
+	if p.armed.Load() {
+		panic("test panic in Attr")
+	}
+	return p.TextFile.Attr(ctx)
+}
+
+func TestPanicBecomesEIOAndMountStaysUp(t *testing.T) {
+	armed := &atomic.Bool{}
+	root := vfs.NewStaticDir(map[string]vfs.Node{
+		"bad":  panicky{TextFile: vfs.NewTextFile([]byte("x")), armed: armed},
+		"good": vfs.NewTextFile([]byte("still here\n")),
+	})
+	dir := mountTree(t, root)
+	armed.Store(true)
+	out, err := child(10*time.Second, "stat", filepath.Join(dir, "bad"))
+	if err == nil || !strings.Contains(out, "Input/output error") {
+		t.Errorf("stat of a panicking node: %v %q, want an Input/output error", err, out)
+	}
+	out, err = child(10*time.Second, "cat", filepath.Join(dir, "good"))
+	if err != nil || out != "still here\n" {
+		t.Errorf("after the panic cat good = %q, %v; want %q", out, err, "still here\n")
+	}
+}
+
+// counter is a volatile file whose content is generated anew at each open.
+type counter struct {
+	*vfs.TextFile
+	opens atomic.Int64
+}
+
+func (c *counter) Attr(ctx context.Context) (vfs.Attr, error) {
+	a, _ := c.TextFile.Attr(ctx)
+	a.Volatile = true
+	a.Size = 0 // generated content has no size known in advance
+	return a, nil
+}
+
+func (c *counter) Open(context.Context, int) (vfs.Handle, error) {
+	n := c.opens.Add(1)
+	return vfs.BytesHandle(strings.Repeat("open "+strconv.FormatInt(n, 10)+"\n", int(n))), nil
+}
+
+func TestVolatileFilesAreReadFresh(t *testing.T) {
+	c := &counter{TextFile: vfs.NewTextFile(nil)}
+	dir := mountTree(t, vfs.NewStaticDir(map[string]vfs.Node{"c": c}))
+	for i := 1; i <= 3; i++ {
+		out, err := child(10*time.Second, "cat", filepath.Join(dir, "c"))
+		want := strings.Repeat("open "+strconv.Itoa(i)+"\n", i)
+		if err != nil || out != want {
+			t.Errorf("read %d = %q, %v; want %q", i, out, err, want)
+		}
+	}
+}
+
+// blocker is a file whose read blocks until the request is cancelled.
+type blocker struct {
+	*vfs.TextFile
+}
+
+func (b blocker) Attr(ctx context.Context) (vfs.Attr, error) {
+	a, _ := b.TextFile.Attr(ctx)
+	a.Volatile = true
+	return a, nil
+}
+
+func (b blocker) Open(context.Context, int) (vfs.Handle, error) { return blockingHandle{}, nil }
+
+type blockingHandle struct{ vfs.BytesHandle }
+
+func (blockingHandle) ReadAt(ctx context.Context, _ []byte, _ int64) (int, error) {
+	<-ctx.Done()
+	return 0, vfs.Error("read", "", syscall.EINTR)
+}
+
+// TestInterruptEndsBlockedRead checks that a signal to a reader blocked in
+// the daemon ends the read (FUSE interrupt cancels the request's context)
+// instead of leaving the process unkillable.
+func TestInterruptEndsBlockedRead(t *testing.T) {
+	dir := mountTree(t, vfs.NewStaticDir(map[string]vfs.Node{"wait": blocker{vfs.NewTextFile(nil)}}))
+	start := time.Now()
+	_, err := child(20*time.Second, "timeout", "-s", "INT", "1", "cat", filepath.Join(dir, "wait"))
+	if err == nil {
+		t.Fatal("cat of a blocking file succeeded, want it interrupted")
+	}
+	if elapsed := time.Since(start); elapsed > 10*time.Second {
+		t.Errorf("interrupted read took %v to end, want about 1s", elapsed)
+	}
+}
+
+func TestSyntheticDirListing(t *testing.T) {
+	kids := map[string]vfs.Node{}
+	for i := range 300 {
+		kids["f"+strconv.Itoa(i)] = vfs.NewTextFile([]byte("x"))
+	}
+	dir := mountTree(t, vfs.NewStaticDir(map[string]vfs.Node{"d": vfs.NewStaticDir(kids)}))
+	out, err := child(10*time.Second, "ls", "-a", filepath.Join(dir, "d"))
+	if err != nil {
+		t.Fatal(err, out)
+	}
+	names := strings.Fields(out)
+	if len(names) != 302 || names[0] != "." || names[1] != ".." {
+		t.Errorf("ls -a listed %d names starting %q, want 302 starting . ..", len(names), names[:min(2, len(names))])
+	}
+	if out, err := child(10*time.Second, "touch", filepath.Join(dir, "d", "new")); err == nil {
+		t.Errorf("creating in a read-only directory succeeded: %s", out)
+	}
+}
