@@ -19,6 +19,15 @@ import (
 // directory served at the same name.
 var diskTrees = []string{"home", "workspaces", "etc"}
 
+// treeModes are the modes the trees are made with: /workspaces is shared
+// like /tmp (anyone may make a workspace; only its owner may remove it),
+// /home and /etc are the operator's.
+var treeModes = map[string]os.FileMode{
+	"home":       0o755,
+	"workspaces": 0o777 | os.ModeSticky,
+	"etc":        0o755,
+}
+
 // reservedTrees exist as empty directories until their subsystems land.
 var reservedTrees = []string{"sys", "proc", "dev", "mnt"}
 
@@ -48,7 +57,7 @@ func prepareRoot(root string) (string, error) {
 		return "", fmt.Errorf("state directory %s cannot be created: %w", abs, err)
 	}
 	for _, name := range diskTrees {
-		if err := os.Mkdir(filepath.Join(abs, name), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		if err := makeTree(filepath.Join(abs, name), treeModes[name]); err != nil {
 			return "", fmt.Errorf("state directory %s cannot be written: %w", abs, err)
 		}
 	}
@@ -59,6 +68,19 @@ func prepareRoot(root string) (string, error) {
 	probe.Close()
 	os.Remove(probe.Name())
 	return abs, nil
+}
+
+// makeTree creates a tree's directory with its mode, leaving an existing
+// one as the operator has it.
+func makeTree(dir string, mode os.FileMode) error {
+	err := os.Mkdir(dir, 0o700)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return os.Chmod(dir, mode) // exact, whatever the umask
 }
 
 // buildTree composes the namespace served from the state directory root.
