@@ -28,6 +28,7 @@ package diskfs
 
 import (
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -130,7 +131,11 @@ func (f *FS) adopt(id fileID, isDir bool, fd int, l link) *node {
 		if fd >= 0 {
 			unix.Close(fd)
 		}
-		if !isDir {
+		if !isDir && !slices.Contains(n.links, l) {
+			// A name the node did not know: names it knew may have been
+			// given to other files behind the tree's back (an editor's
+			// atomic save), and must not be used for this one.
+			n.dropMovedLocked()
 			n.addLinkLocked(l)
 		}
 		return n
@@ -167,6 +172,20 @@ func (f *FS) lookupLive(id fileID) *node {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.nodes[id].Value()
+}
+
+// dropMovedLocked forgets the names that no longer reach the node's file.
+func (n *node) dropMovedLocked() {
+	kept := n.links[:0]
+	for _, l := range n.links {
+		var st unix.Stat_t
+		err := unix.Fstatat(l.dir.fd.get(), l.name, &st, unix.AT_SYMLINK_NOFOLLOW)
+		if err == nil && idOf(&st) == n.id {
+			kept = append(kept, l)
+		}
+	}
+	clear(n.links[len(kept):])
+	n.links = kept
 }
 
 func (n *node) addLinkLocked(l link) {

@@ -225,12 +225,14 @@ func (n *node) Create(ctx context.Context, name string, flags int, mode uint32) 
 	if err := n.dirOp("create", name); err != nil {
 		return nil, nil, err
 	}
-	fd, err := unix.Openat(n.fd.get(), name, flags|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode&0o7777)
+	fd, created, err := createAt(n.fd.get(), name, flags, mode&0o7777)
 	if err != nil {
 		return nil, nil, vfs.Error("create", name, errno(err))
 	}
 	var st unix.Stat_t
-	err = n.giveToCaller(ctx, func(uid, gid int) error { return unix.Fchown(fd, uid, gid) })
+	if created {
+		err = n.giveToCaller(ctx, func(uid, gid int) error { return unix.Fchown(fd, uid, gid) })
+	}
 	if err == nil {
 		err = unix.Fstat(fd, &st)
 	}
@@ -239,6 +241,37 @@ func (n *node) Create(ctx context.Context, name string, flags int, mode uint32) 
 		return nil, nil, vfs.Error("create", name, errno(err))
 	}
 	return n.fs.adopt(idOf(&st), false, -1, link{dir: n, name: name}), &fileHandle{fd: fd}, nil
+}
+
+// createAt opens name in the directory dirfd as open(2) with O_CREAT
+// does, never following a final symlink, and reports whether the call
+// made the file: only a file the caller made may be given to the caller.
+// An existing file opened with O_CREAT keeps its owner.
+func createAt(dirfd int, name string, flags int, mode uint32) (fd int, created bool, err error) {
+	flags |= unix.O_NOFOLLOW | unix.O_CLOEXEC
+	for {
+		fd, err = unix.Openat(dirfd, name, flags|unix.O_CREAT|unix.O_EXCL, mode)
+		if err != unix.EEXIST || flags&unix.O_EXCL != 0 {
+			return fd, err == nil, err
+		}
+		fd, err = unix.Openat(dirfd, name, flags&^unix.O_CREAT, 0)
+		if err == unix.ENOENT {
+			continue // removed in between: make it after all
+		}
+		if err != nil {
+			return -1, false, err
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			// open(2) with O_CREAT refuses a directory, even read-only.
+			unix.Close(fd)
+			if err == nil {
+				err = unix.EISDIR
+			}
+			return -1, false, err
+		}
+		return fd, false, nil
+	}
 }
 
 // giveToCaller makes a file just created by the daemon belong to the
@@ -313,6 +346,12 @@ func (n *node) Readlink(context.Context) (string, error) {
 	err := n.do(func(l loc) error {
 		buf := make([]byte, unix.PathMax)
 		k, err := unix.Readlinkat(l.fd, l.name, buf)
+		if err == unix.ENOENT && l.self() {
+			// readlinkat(fd, "") of a descriptor that is no symlink (a
+			// directory's, an unlinked file's): not a symlink, as
+			// readlink(2) says of a path.
+			err = unix.EINVAL
+		}
 		target = string(buf[:max(k, 0)])
 		return err
 	})

@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -836,13 +837,7 @@ func testReadDir(t *testing.T, root vfs.Node) {
 		}
 		nexts[e.Next] = e.Name
 	}
-	wantList := slices.Sorted(func(yield func(string) bool) {
-		for k := range want {
-			if !yield(k) {
-				return
-			}
-		}
-	})
+	wantList := slices.Sorted(maps.Keys(want))
 	if got := sorted(names); !slices.Equal(got, wantList) {
 		t.Errorf("root: got entries %q, want %q (no . or ..)", got, wantList)
 	}
@@ -1042,9 +1037,9 @@ func testSetAttr(t *testing.T, root vfs.Node) {
 				t.Errorf("got mode %#o, want %#o", a.Mode, syscall.S_IFREG|0o755)
 			}
 		}},
-		{"Mode0", vfs.SetAttr{Valid: vfs.SetMode, Mode: 0}, func(t *testing.T, a vfs.Attr, c string) {
-			if perm(a) != 0 || a.Type() != syscall.S_IFREG {
-				t.Errorf("got mode %#o, want %#o", a.Mode, syscall.S_IFREG)
+		{"Mode0400", vfs.SetAttr{Valid: vfs.SetMode, Mode: 0o400}, func(t *testing.T, a vfs.Attr, c string) {
+			if perm(a) != 0o400 || a.Type() != syscall.S_IFREG {
+				t.Errorf("got mode %#o, want %#o", a.Mode, syscall.S_IFREG|0o400)
 			}
 		}},
 		{"Mtime", vfs.SetAttr{Valid: vfs.SetMtime, Mtime: mt}, func(t *testing.T, a vfs.Attr, c string) {
@@ -1407,6 +1402,21 @@ func testSymlink(t *testing.T, root vfs.Node) {
 			t.Errorf("%s: got Size %d, want %d (the target's length)", name, a.Size, len(target))
 		}
 	}
+	// Readlink of anything but a symlink fails as readlink(2) does.
+	for _, name := range []string{"f", "dir"} {
+		if rl, ok := lookup(t, root, name).(vfs.Readlinker); ok {
+			got, err := rl.Readlink(ctx)
+			wantErrno(t, fmt.Sprintf("Readlink(%s), not a symlink", name), err, syscall.EINVAL)
+			if got != "" {
+				t.Errorf("Readlink(%s): got %q, want empty", name, got)
+			}
+		}
+	}
+	if rl, ok := root.(vfs.Readlinker); ok {
+		_, err := rl.Readlink(ctx)
+		wantErrno(t, "Readlink(root)", err, syscall.EINVAL)
+	}
+
 	_, err := s.Symlink(ctx, "f", "x")
 	wantErrno(t, "Symlink over a file", err, syscall.EEXIST)
 	_, err = s.Symlink(ctx, "link0", "x")
