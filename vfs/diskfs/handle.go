@@ -40,7 +40,9 @@ func (h *fileHandle) ReadAt(ctx context.Context, p []byte, off int64) (int, erro
 }
 
 // WriteAt writes all of p: a short write from the host is continued, so the
-// edges never report a partial write that the disk could have taken.
+// edges never report a partial write that the disk could have taken. When
+// the disk refuses part way (ENOSPC), the count written comes with the
+// error, as io.WriterAt requires.
 func (h *fileHandle) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
 	done := 0
 	for done < len(p) {
@@ -49,10 +51,7 @@ func (h *fileHandle) WriteAt(ctx context.Context, p []byte, off int64) (int, err
 			continue
 		}
 		if err != nil {
-			if done > 0 {
-				return done, nil
-			}
-			return 0, vfs.Error("write", "", errno(err))
+			return done, vfs.Error("write", "", errno(err))
 		}
 		done += n
 	}

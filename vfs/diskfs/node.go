@@ -197,7 +197,7 @@ func (n *node) child(name string) (*node, error) {
 }
 
 func (n *node) Open(ctx context.Context, flags int) (vfs.Handle, error) {
-	flags &^= os.O_CREATE | os.O_EXCL
+	flags = openFlags(flags)
 	if n.isDir {
 		if flags&(os.O_WRONLY|os.O_RDWR|os.O_TRUNC) != 0 {
 			return nil, vfs.Error("open", "", syscall.EISDIR)
@@ -225,7 +225,7 @@ func (n *node) Create(ctx context.Context, name string, flags int, mode uint32) 
 	if err := n.dirOp("create", name); err != nil {
 		return nil, nil, err
 	}
-	fd, created, err := createAt(n.fd.get(), name, flags, mode&0o7777)
+	fd, created, err := createAt(n.fd.get(), name, openFlags(flags)|flags&unix.O_EXCL, mode&0o7777)
 	if err != nil {
 		return nil, nil, vfs.Error("create", name, errno(err))
 	}
@@ -241,6 +241,18 @@ func (n *node) Create(ctx context.Context, name string, flags int, mode uint32) 
 		return nil, nil, vfs.Error("create", name, errno(err))
 	}
 	return n.fs.adopt(idOf(&st), false, -1, link{dir: n, name: name}), &fileHandle{fd: fd}, nil
+}
+
+// clientFlags are the open(2) flags a client may pass through. The rest
+// either change what is opened (O_PATH, O_TMPFILE, O_DIRECTORY), are the
+// daemon's own business (O_CLOEXEC, O_NOFOLLOW) or would make the daemon's
+// descriptor a controlling terminal.
+const clientFlags = unix.O_ACCMODE | unix.O_APPEND | unix.O_TRUNC | unix.O_NONBLOCK |
+	unix.O_SYNC | unix.O_DSYNC | unix.O_DIRECT | unix.O_NOATIME | unix.O_LARGEFILE
+
+// openFlags keeps the client's flags that open(2) may see, adding O_NOCTTY.
+func openFlags(flags int) int {
+	return flags&clientFlags | unix.O_NOCTTY
 }
 
 // createAt opens name in the directory dirfd as open(2) with O_CREAT
