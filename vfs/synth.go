@@ -1,12 +1,9 @@
 package vfs
 
 import (
-	"bytes"
 	"context"
 	"io"
-	"io/fs"
 	"os"
-	"path"
 	"slices"
 	"sync/atomic"
 	"syscall"
@@ -200,32 +197,3 @@ func (BytesHandle) WriteAt(context.Context, []byte, int64) (int, error) {
 
 // Close does nothing.
 func (BytesHandle) Close() error { return nil }
-
-// FromFS builds a read-only tree of StaticDirs and TextFiles from fsys,
-// reading every file once. It suits small built-in trees such as the
-// manual pages served at /etc/man.
-func FromFS(fsys fs.FS) (Node, error) {
-	return fromFSDir(fsys, ".")
-}
-
-func fromFSDir(fsys fs.FS, dir string) (Node, error) {
-	entries, err := fs.ReadDir(fsys, dir)
-	if err != nil {
-		return nil, err
-	}
-	kids := make(map[string]Node, len(entries))
-	for _, e := range entries {
-		p := path.Join(dir, e.Name())
-		if e.IsDir() {
-			kids[e.Name()], err = fromFSDir(fsys, p)
-		} else {
-			var data []byte
-			data, err = fs.ReadFile(fsys, p)
-			kids[e.Name()] = NewTextFile(bytes.Clone(data))
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	return NewStaticDir(kids), nil
-}
