@@ -76,7 +76,7 @@ func (h *fileHandle) Allocate(ctx context.Context, off, size int64, mode uint32)
 
 // dirHandle lists a directory of the namespace: first the mount points
 // beneath it (offsets 1..k), then the backend's entries that no mount
-// hides, their offsets shifted past k. The mount list is fixed at open,
+// hides, their offsets shifted past k (vfs.ShiftDirOffset). The mount list is fixed at open,
 // so every offset handed out keeps its meaning for the handle's life.
 type dirHandle struct {
 	n      *node
@@ -100,12 +100,12 @@ func (d *dirHandle) ReadDir(ctx context.Context, off uint64) ([]vfs.DirEntry, er
 		return out, nil
 	}
 	for {
-		entries, err := d.dr.ReadDir(ctx, off-k)
+		entries, err := d.dr.ReadDir(ctx, vfs.UnshiftDirOffset(off, k))
 		if err != nil || len(entries) == 0 {
 			return nil, err
 		}
 		for _, e := range entries {
-			off = e.Next + k
+			off = vfs.ShiftDirOffset(e.Next, k)
 			if slices.Contains(d.mounts, e.Name) {
 				continue
 			}

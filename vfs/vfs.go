@@ -226,3 +226,29 @@ func CallerFrom(ctx context.Context) (Caller, bool) {
 	c, ok := ctx.Value(callerKey{}).(Caller)
 	return c, ok
 }
+
+// MaxDirOffset is the largest directory offset a kernel accepts (a file
+// offset is signed). ext4 marks the end of a directory with it.
+const MaxDirOffset = 1<<63 - 1
+
+// ShiftDirOffset moves a backend directory offset up by k, making room
+// for k entries listed before the backend's (FUSE's "." and "..", the
+// namespace's mount points). Offsets within k of MaxDirOffset stay as they
+// are, so the end-of-directory mark survives and no offset overflows into
+// a negative file offset; UnshiftDirOffset undoes it. A backend offset in
+// [MaxDirOffset-2k, MaxDirOffset-k) would not round-trip; real directory
+// cookies are not found so close to the limit.
+func ShiftDirOffset(off, k uint64) uint64 {
+	if off >= MaxDirOffset-k {
+		return off
+	}
+	return off + k
+}
+
+// UnshiftDirOffset is the inverse of ShiftDirOffset for an offset >= k.
+func UnshiftDirOffset(off, k uint64) uint64 {
+	if off >= MaxDirOffset-k {
+		return off
+	}
+	return off - k
+}

@@ -117,6 +117,8 @@ func mountAt(t testing.TB, root, mnt string, extra ...string) *daemon {
 func (d *daemon) stop(t testing.TB) {
 	t.Helper()
 	if d.cmd.ProcessState != nil {
+		// Already gone (a test killed it): only clear its dead mount.
+		syscall.Unmount(d.Mnt, syscall.MNT_DETACH)
 		return
 	}
 	d.cmd.Process.Signal(syscall.SIGTERM)

@@ -61,10 +61,16 @@ once the mount is ready and keeps serving in the background, like sshfs;
 // serveMount mounts and serves until the mount goes away or a signal
 // comes; then it unmounts cleanly.
 func serveMount(stdout io.Writer, f mountFlags, mountpoint string) (err error) {
+	background := os.Getenv(readyFdEnv) != ""
 	report := readyReporter()
 	defer func() {
-		if err != nil {
+		if err != nil && background {
+			// The command that started this daemon prints the error;
+			// the log keeps it too. In the foreground the one line
+			// on stderr says it.
 			slog.Error("mount failed", "mountpoint", mountpoint, "err", err)
+		}
+		if err != nil {
 			report(err)
 		}
 	}()

@@ -43,6 +43,16 @@ import (
 type FS struct {
 	root *node
 
+	// names orders changes of names against their use. Remove, Rename and
+	// Link hold it exclusively across the system call and the node-table
+	// update that records it; walks, opens and the other operations that
+	// reach a file by a name it is known by hold it shared. So a node
+	// never acts through a name in the instant after the name moved to
+	// another file but before the node learned so: two files never share
+	// one kernel inode. (Changes made behind the tree's back are caught by
+	// the identity check instead; see node.do.)
+	names sync.RWMutex
+
 	mu    sync.Mutex
 	nodes map[fileID]weak.Pointer[node]
 }
@@ -238,7 +248,10 @@ func (n *node) where() (loc, error) {
 	n.fs.mu.Lock()
 	defer n.fs.mu.Unlock()
 	if len(n.links) == 0 {
-		return loc{}, syscall.ENOENT
+		// Every name the file was known by now reaches another file or
+		// nothing (changed behind the tree's back): the node is stale,
+		// and ESTALE makes the kernel look the name up afresh.
+		return loc{}, syscall.ESTALE
 	}
 	l := n.links[0]
 	return loc{owner: l.dir, fd: l.dir.fd.get(), name: l.name}, nil

@@ -19,6 +19,8 @@ func (n *node) Remove(ctx context.Context, name string, dir bool) error {
 	if err := n.dirOp("remove", name); err != nil {
 		return err
 	}
+	n.fs.names.Lock()
+	defer n.fs.names.Unlock()
 	victim, pin := n.prepareUnlink(name)
 	flags := 0
 	if dir {
@@ -78,6 +80,8 @@ func (n *node) Rename(ctx context.Context, oldName string, newDir vfs.Node, newN
 	if err := to.dirOp("rename", newName); err != nil {
 		return err
 	}
+	n.fs.names.Lock()
+	defer n.fs.names.Unlock()
 	var st unix.Stat_t
 	var moved *node
 	if unix.Fstatat(n.fd.get(), oldName, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
@@ -123,20 +127,22 @@ func (n *node) Link(ctx context.Context, target vfs.Node, name string) (vfs.Node
 	if t.isDir {
 		return nil, vfs.Error("link", name, syscall.EPERM)
 	}
-	err := t.do(func(l loc) error {
-		if l.self() {
-			// Only an unlinked file is named by its own descriptor, and
-			// linking a file with no links left fails as on Linux.
-			return syscall.ENOENT
-		}
-		return unix.Linkat(l.fd, l.name, n.fd.get(), name, 0)
+	n.fs.names.Lock()
+	defer n.fs.names.Unlock()
+	err := t.doLocked(func(l loc) error {
+		return t.onFd(l, func(fd int) error {
+			// Linking through the descriptor's /proc link links the very
+			// file checked; a file with no names left fails with ENOENT,
+			// as linkat(2) does.
+			return unix.Linkat(unix.AT_FDCWD, selfPath(fd), n.fd.get(), name, unix.AT_SYMLINK_FOLLOW)
+		})
 	})
 	if err != nil {
 		return nil, vfs.Error("link", name, errno(err))
 	}
 	n.fs.mu.Lock()
+	defer n.fs.mu.Unlock()
 	t.addLinkLocked(link{dir: n, name: name})
-	n.fs.mu.Unlock()
 	return t, nil
 }
 
@@ -222,11 +228,10 @@ func (n *node) RemoveXattr(_ context.Context, attr string) error {
 	return nil
 }
 
+// xattrDo runs fn on a /proc path of the node's own file (checked by
+// withFd); the path is the descriptor's magic link, so it is followed.
 func (n *node) xattrDo(fn func(p string, follow bool) error) error {
-	return n.do(func(l loc) error {
-		p, follow := l.procPath()
-		return fn(p, follow)
-	})
+	return n.withFd(func(fd int) error { return fn(selfPath(fd), true) })
 }
 
 func splitNul(b []byte) []string {

@@ -12,10 +12,21 @@ import (
 	"github.com/gsvfs/gsvfs/vfs"
 )
 
-// do runs fn at the node's location. A file whose name vanished behind the
-// tree's back (another program renamed or removed it) may still be reachable
-// by another name it is known by, so ENOENT retries with the next one.
+// do runs fn at the node's location, holding the tree's names steady (see
+// FS.names). fn must check that what it reached is the node's own file
+// (sameFile) and fail with ESTALE otherwise. A name that vanished or was
+// given to another file behind the tree's back (another program renamed,
+// removed or replaced it) is dropped and the next name the file is known by
+// is tried; with none left, the error goes to the edge. ESTALE makes the
+// kernel look the name up afresh.
 func (n *node) do(fn func(l loc) error) error {
+	n.fs.names.RLock()
+	defer n.fs.names.RUnlock()
+	return n.doLocked(fn)
+}
+
+// doLocked is do for a caller that already holds FS.names.
+func (n *node) doLocked(fn func(l loc) error) error {
 	for {
 		l, err := n.where()
 		if err != nil {
@@ -23,10 +34,45 @@ func (n *node) do(fn func(l loc) error) error {
 		}
 		err = fn(l)
 		runtime.KeepAlive(l.owner)
-		if err != syscall.ENOENT || l.self() || !n.dropStale(l) {
+		stale := err == syscall.ENOENT || err == syscall.ESTALE
+		if !stale || l.self() || !n.dropStale(l) {
 			return err
 		}
 	}
+}
+
+// sameFile fails with ESTALE unless st describes the node's own file.
+func (n *node) sameFile(st *unix.Stat_t) error {
+	if idOf(st) != n.id {
+		return syscall.ESTALE
+	}
+	return nil
+}
+
+// withFd runs fn on an O_PATH descriptor of the node's own file, checked
+// to be that file: operations that have no *at form, or that must not act
+// on whatever a name points to now, go through it.
+func (n *node) withFd(fn func(fd int) error) error {
+	return n.do(func(l loc) error { return n.onFd(l, fn) })
+}
+
+func (n *node) onFd(l loc, fn func(fd int) error) error {
+	if l.self() {
+		return fn(l.fd)
+	}
+	fd, err := unix.Openat(l.fd, l.name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	if err := n.sameFile(&st); err != nil {
+		return err
+	}
+	return fn(fd)
 }
 
 // dropStale forgets the name l and reports whether another name is left.
@@ -40,7 +86,13 @@ func (n *node) dropStale(l loc) bool {
 
 func (n *node) Attr(context.Context) (vfs.Attr, error) {
 	var st unix.Stat_t
-	if err := n.do(func(l loc) error { return l.stat(&st) }); err != nil {
+	err := n.do(func(l loc) error {
+		if err := l.stat(&st); err != nil {
+			return err
+		}
+		return n.sameFile(&st)
+	})
+	if err != nil {
 		return vfs.Attr{}, vfs.Error("stat", "", errno(err))
 	}
 	return toAttr(&st), nil
@@ -58,7 +110,8 @@ func toAttr(st *unix.Stat_t) vfs.Attr {
 }
 
 func (n *node) SetAttr(ctx context.Context, s vfs.SetAttr) (vfs.Attr, error) {
-	if err := n.do(func(l loc) error { return setAttrAt(l, s) }); err != nil {
+	err := n.withFd(func(fd int) error { return setAttrAt(loc{owner: n, fd: fd}, s) })
+	if err != nil {
 		return vfs.Attr{}, vfs.Error("setattr", "", errno(err))
 	}
 	return n.Attr(ctx)
@@ -178,6 +231,8 @@ func (n *node) Lookup(ctx context.Context, name string) (vfs.Node, error) {
 
 // child returns the node of the entry name, which must exist.
 func (n *node) child(name string) (*node, error) {
+	n.fs.names.RLock()
+	defer n.fs.names.RUnlock()
 	var st unix.Stat_t
 	if err := unix.Fstatat(n.fd.get(), name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return nil, err
@@ -212,7 +267,16 @@ func (n *node) Open(ctx context.Context, flags int) (vfs.Handle, error) {
 	}
 	var fd int
 	err := n.do(func(l loc) (err error) {
-		fd, err = l.open(flags, 0)
+		if fd, err = l.open(flags, 0); err != nil {
+			return err
+		}
+		var st unix.Stat_t
+		if err = unix.Fstat(fd, &st); err == nil {
+			err = n.sameFile(&st)
+		}
+		if err != nil {
+			unix.Close(fd)
+		}
 		return err
 	})
 	if err != nil {
@@ -225,6 +289,8 @@ func (n *node) Create(ctx context.Context, name string, flags int, mode uint32) 
 	if err := n.dirOp("create", name); err != nil {
 		return nil, nil, err
 	}
+	n.fs.names.RLock()
+	defer n.fs.names.RUnlock()
 	fd, created, err := createAt(n.fd.get(), name, openFlags(flags)|flags&unix.O_EXCL, mode&0o7777)
 	if err != nil {
 		return nil, nil, vfs.Error("create", name, errno(err))
@@ -355,13 +421,12 @@ func (n *node) Mknod(ctx context.Context, name string, mode uint32, rdev uint64)
 
 func (n *node) Readlink(context.Context) (string, error) {
 	var target string
-	err := n.do(func(l loc) error {
+	err := n.withFd(func(fd int) error {
 		buf := make([]byte, unix.PathMax)
-		k, err := unix.Readlinkat(l.fd, l.name, buf)
-		if err == unix.ENOENT && l.self() {
-			// readlinkat(fd, "") of a descriptor that is no symlink (a
-			// directory's, an unlinked file's): not a symlink, as
-			// readlink(2) says of a path.
+		k, err := unix.Readlinkat(fd, "", buf)
+		if err == unix.ENOENT {
+			// readlinkat(fd, "") of a descriptor that is no symlink:
+			// not a symlink, as readlink(2) says of a path.
 			err = unix.EINVAL
 		}
 		target = string(buf[:max(k, 0)])

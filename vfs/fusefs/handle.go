@@ -116,9 +116,10 @@ func (f *fileHandle) Allocate(ctx context.Context, off, size uint64, mode uint32
 
 // dirStream lists an open directory for the kernel, one entry at a time.
 // vfs listings leave out "." and ".."; the kernel expects them, so they
-// come first at offsets 1 and 2, and a backend offset o is sent as o+2.
-// Every offset the kernel holds therefore maps back to a backend offset,
-// and seeking (telldir/seekdir, small getdents buffers) resumes exactly.
+// come first at offsets 1 and 2, and backend offsets are shifted past them
+// (vfs.ShiftDirOffset). Every offset the kernel holds therefore maps back
+// to a backend offset, and seeking (telldir/seekdir, small getdents
+// buffers) resumes exactly.
 type dirStream struct {
 	h   vfs.Handle
 	dr  vfs.DirReader
@@ -146,7 +147,7 @@ func (d *dirStream) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Err
 		return &fuse.DirEntry{Name: "..", Mode: syscall.S_IFDIR, Off: dotEntries}, 0
 	}
 	if len(d.buf) == 0 {
-		entries, err := d.dr.ReadDir(reqCtx(ctx), d.pos-dotEntries)
+		entries, err := d.dr.ReadDir(reqCtx(ctx), vfs.UnshiftDirOffset(d.pos, dotEntries))
 		if err != nil {
 			return nil, d.srv.toErrno("readdir", err)
 		}
@@ -157,7 +158,7 @@ func (d *dirStream) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Err
 	}
 	e := d.buf[0]
 	d.buf = d.buf[1:]
-	d.pos = e.Next + dotEntries
+	d.pos = vfs.ShiftDirOffset(e.Next, dotEntries)
 	return &fuse.DirEntry{Name: e.Name, Ino: e.Ino, Mode: e.Type, Off: d.pos}, 0
 }
 

@@ -14,33 +14,39 @@ import (
 // fsType is what /proc/self/mountinfo calls a gsvfs mount.
 const fsType = "fuse.gsvfs"
 
-// Prepare checks that dir can take a new mount, clearing a stale gsvfs
+// Prepare checks that dir can take a new mount, clearing a dead gsvfs
 // mount left by a daemon that was killed (its mount point answers
 // ENOTCONN). It returns an error a person can act on.
 func Prepare(dir string) error {
-	_, err := os.Stat(dir)
-	if errors.Is(err, syscall.ENOTCONN) {
-		if err := detach(dir, true); err != nil {
-			return fmt.Errorf("mount point %s is a dead mount and could not be cleared: %w", dir, err)
+	if typ, ok := mountedAt(dir); ok {
+		if typ != fsType || !dead(dir) {
+			return fmt.Errorf("mount point %s is already mounted (%s); run gsvfs umount %s first", dir, typ, dir)
 		}
-		_, err = os.Stat(dir)
+		if err := detach(dir, true); err != nil {
+			return fmt.Errorf("mount point %s is a dead gsvfs mount and could not be cleared: %w", dir, err)
+		}
 	}
+	fi, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return fmt.Errorf("mount point %s does not exist", dir)
 	case err != nil:
 		return fmt.Errorf("mount point %s: %w", dir, err)
-	}
-	if fi, _ := os.Stat(dir); !fi.IsDir() {
+	case !fi.IsDir():
 		return fmt.Errorf("mount point %s is not a directory", dir)
-	}
-	if typ, ok := mountedAt(dir); ok {
-		return fmt.Errorf("mount point %s is already mounted (%s); run gsvfs umount %s first", dir, typ, dir)
 	}
 	if _, err := os.Stat("/dev/fuse"); err != nil {
 		return errors.New("no /dev/fuse: load the fuse module, or give the container /dev/fuse")
 	}
 	return nil
+}
+
+// dead reports whether the FUSE mount at dir has lost its daemon. statfs
+// asks the daemon every time; stat may be answered from the kernel's
+// attribute cache for a while after the daemon died.
+func dead(dir string) bool {
+	var st syscall.Statfs_t
+	return syscall.Statfs(dir, &st) == syscall.ENOTCONN
 }
 
 // Unmount detaches the gsvfs mount at dir; the daemon serving it then
