@@ -80,6 +80,8 @@ type node struct {
 	fd *descriptor
 	// links are the names a non-directory is known by, guarded by fs.mu.
 	links []link
+	// opens counts the node's open handles, guarded by fs.mu.
+	opens int
 }
 
 // descriptor owns a host fd so that a cleanup can close it without keeping
@@ -196,6 +198,40 @@ func (n *node) dropMovedLocked() {
 	}
 	clear(n.links[len(kept):])
 	n.links = kept
+}
+
+func (n *node) isOpen() bool {
+	n.fs.mu.Lock()
+	defer n.fs.mu.Unlock()
+	return n.opens > 0
+}
+
+// opened returns a handle of the node on the open descriptor fd.
+func (n *node) opened(fd int) *fileHandle {
+	n.fs.mu.Lock()
+	defer n.fs.mu.Unlock()
+	n.opens++
+	return &fileHandle{fd: fd, n: n}
+}
+
+// closed records that a handle of the node closed. The last close of a
+// file with no name left releases its pin, so its space is freed; that
+// waits for calls in flight that may be using the pin (FS.names).
+func (n *node) closed() {
+	n.fs.mu.Lock()
+	n.opens--
+	release := n.opens == 0 && len(n.links) == 0 && n.fd.get() >= 0
+	n.fs.mu.Unlock()
+	if !release {
+		return
+	}
+	n.fs.names.Lock()
+	defer n.fs.names.Unlock()
+	n.fs.mu.Lock()
+	defer n.fs.mu.Unlock()
+	if n.opens == 0 && len(n.links) == 0 { // not reopened meanwhile
+		n.fd.close()
+	}
 }
 
 func (n *node) addLinkLocked(l link) {

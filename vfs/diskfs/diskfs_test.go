@@ -945,3 +945,47 @@ func TestDeepTree(t *testing.T) {
 		t.Errorf("state dir after removing the tree: got %q, want it empty", got)
 	}
 }
+
+// deletedFds counts this process's descriptors of deleted files.
+func deletedFds(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("SKIPPED: no /proc/self/fd: %v", err)
+	}
+	n := 0
+	for _, e := range ents {
+		target, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name()))
+		if err == nil && strings.HasSuffix(target, " (deleted)") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestUnlinkFreesSpace checks that removing a file nobody has open keeps
+// no descriptor of it (its space is freed at once, as on any disk), and
+// that a file removed while open is released when its last handle closes.
+func TestUnlinkFreesSpace(t *testing.T) {
+	ctx := t.Context()
+	root := newFS(t, t.TempDir())
+	before := deletedFds(t)
+	closed := create(t, root, "closed", "x")
+	_, err := closed.Attr(ctx)
+	noErr(t, "Attr(closed)", err)
+	noErr(t, "Remove(closed)", root.Remove(ctx, "closed", false))
+	if got := deletedFds(t) - before; got != 0 {
+		t.Errorf("after removing a closed file: %d descriptors of deleted files, want 0", got)
+	}
+	open := create(t, root, "open", "y")
+	h, err := open.Open(ctx, os.O_RDONLY)
+	noErr(t, "Open(open)", err)
+	noErr(t, "Remove(open)", root.Remove(ctx, "open", false))
+	if _, err := open.Attr(ctx); err != nil {
+		t.Errorf("Attr of a removed file still open: %v, want it to work", err)
+	}
+	noErr(t, "Close", h.Close())
+	if got := deletedFds(t) - before; got != 0 {
+		t.Errorf("after the last close of a removed file: %d descriptors of deleted files, want 0", got)
+	}
+}

@@ -16,6 +16,7 @@ import (
 // vfs.HostFile so FUSE can pass data through the kernel.
 type fileHandle struct {
 	fd int
+	n  *node
 }
 
 func (h *fileHandle) HostFd() (int, bool) { return h.fd, true }
@@ -59,7 +60,9 @@ func (h *fileHandle) WriteAt(ctx context.Context, p []byte, off int64) (int, err
 }
 
 func (h *fileHandle) Close() error {
-	if err := unix.Close(h.fd); err != nil {
+	err := unix.Close(h.fd)
+	h.n.closed()
+	if err != nil {
 		return vfs.Error("close", "", errno(err))
 	}
 	return nil

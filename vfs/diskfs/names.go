@@ -12,8 +12,10 @@ import (
 
 // The operations that change which names reach which file. Each keeps the
 // node table true: a moved file's node learns its new name; a file whose
-// last name goes while its node is still in use is pinned by an O_PATH
-// descriptor, so fstat-like calls on it keep working (unlink while open).
+// last name goes while it is open is pinned by an O_PATH descriptor, so
+// stat and the like on its node keep working (unlink while open) until its
+// last handle closes. A file nobody has open is never pinned: its space is
+// freed when its last name goes, as on any disk.
 
 func (n *node) Remove(ctx context.Context, name string, dir bool) error {
 	if err := n.dirOp("remove", name); err != nil {
@@ -35,14 +37,15 @@ func (n *node) Remove(ctx context.Context, name string, dir bool) error {
 }
 
 // prepareUnlink finds the live file node that name (about to be unlinked
-// or replaced) belongs to, and pins it if name is its last known name.
+// or replaced) belongs to, and pins it if name is its last name and the
+// file is open.
 func (n *node) prepareUnlink(name string) (victim *node, pin int) {
 	var st unix.Stat_t
 	if unix.Fstatat(n.fd.get(), name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
 		return nil, -1
 	}
 	victim = n.fs.lookupLive(idOf(&st))
-	if victim == nil || victim.isDir || st.Nlink > 1 {
+	if victim == nil || victim.isDir || st.Nlink > 1 || !victim.isOpen() {
 		return victim, -1
 	}
 	pin, err := unix.Openat(n.fd.get(), name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)

@@ -282,7 +282,7 @@ func (n *node) Open(ctx context.Context, flags int) (vfs.Handle, error) {
 	if err != nil {
 		return nil, vfs.Error("open", "", errno(err))
 	}
-	return &fileHandle{fd: fd}, nil
+	return n.opened(fd), nil
 }
 
 func (n *node) Create(ctx context.Context, name string, flags int, mode uint32) (vfs.Node, vfs.Handle, error) {
@@ -306,7 +306,8 @@ func (n *node) Create(ctx context.Context, name string, flags int, mode uint32) 
 		unix.Close(fd)
 		return nil, nil, vfs.Error("create", name, errno(err))
 	}
-	return n.fs.adopt(idOf(&st), false, -1, link{dir: n, name: name}), &fileHandle{fd: fd}, nil
+	child := n.fs.adopt(idOf(&st), false, -1, link{dir: n, name: name})
+	return child, child.opened(fd), nil
 }
 
 // clientFlags are the open(2) flags a client may pass through. The rest
