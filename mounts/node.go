@@ -245,6 +245,13 @@ func (n *node) StatFS(ctx context.Context) (vfs.StatFS, error) {
 	return s.StatFS(ctx)
 }
 
+// Forget passes an edge's last reference on to the backend.
+func (n *node) Forget() {
+	if f, ok := n.inner.(vfs.Forgetter); ok {
+		f.Forget()
+	}
+}
+
 // xattrs returns the backend's extended attributes, or an error for op.
 func (n *node) xattrs(op string) (vfs.Xattrer, error) {
 	x, ok := n.inner.(vfs.Xattrer)

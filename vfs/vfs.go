@@ -116,6 +116,14 @@ type Xattrer interface {
 	RemoveXattr(ctx context.Context, name string) error
 }
 
+// Forgetter is a node that keeps resources for as long as an edge refers
+// to it. An edge calls Forget when it drops its last reference (the kernel
+// forgets the FUSE inode; the last 9P fid is clunked), so a file removed
+// while still referenced can let its space go.
+type Forgetter interface {
+	Forget()
+}
+
 // Syncer is a handle whose data can be flushed to stable storage.
 type Syncer interface {
 	Sync(ctx context.Context) error

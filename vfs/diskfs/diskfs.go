@@ -80,8 +80,10 @@ type node struct {
 	fd *descriptor
 	// links are the names a non-directory is known by, guarded by fs.mu.
 	links []link
-	// opens counts the node's open handles, guarded by fs.mu.
-	opens int
+	// opens counts the node's open handles, and forgotten says an edge
+	// dropped its last reference; both guarded by fs.mu.
+	opens     int
+	forgotten bool
 }
 
 // descriptor owns a host fd so that a cleanup can close it without keeping
@@ -143,6 +145,7 @@ func (f *FS) adopt(id fileID, isDir bool, fd int, l link) *node {
 		if fd >= 0 {
 			unix.Close(fd)
 		}
+		n.forgotten = false // an edge refers to it again
 		if !isDir && !slices.Contains(n.links, l) {
 			// A name the node did not know: names it knew may have been
 			// given to other files behind the tree's back (an editor's
@@ -200,12 +203,6 @@ func (n *node) dropMovedLocked() {
 	n.links = kept
 }
 
-func (n *node) isOpen() bool {
-	n.fs.mu.Lock()
-	defer n.fs.mu.Unlock()
-	return n.opens > 0
-}
-
 // opened returns a handle of the node on the open descriptor fd.
 func (n *node) opened(fd int) *fileHandle {
 	n.fs.mu.Lock()
@@ -214,24 +211,40 @@ func (n *node) opened(fd int) *fileHandle {
 	return &fileHandle{fd: fd, n: n}
 }
 
-// closed records that a handle of the node closed. The last close of a
-// file with no name left releases its pin, so its space is freed; that
-// waits for calls in flight that may be using the pin (FS.names).
+// closed records that a handle of the node closed.
 func (n *node) closed() {
 	n.fs.mu.Lock()
 	n.opens--
-	release := n.opens == 0 && len(n.links) == 0 && n.fd.get() >= 0
 	n.fs.mu.Unlock()
-	if !release {
+	n.release()
+}
+
+// Forget records that the edges dropped the node (vfs.Forgetter).
+func (n *node) Forget() {
+	n.fs.mu.Lock()
+	n.forgotten = true
+	n.fs.mu.Unlock()
+	n.release()
+}
+
+// release closes the pin of a file with no name left once it is neither
+// open nor referenced by an edge, so its space is freed. It waits for
+// calls in flight that may be using the pin (FS.names).
+func (n *node) release() {
+	if n.isDir || !n.releasable() {
 		return
 	}
 	n.fs.names.Lock()
 	defer n.fs.names.Unlock()
-	n.fs.mu.Lock()
-	defer n.fs.mu.Unlock()
-	if n.opens == 0 && len(n.links) == 0 { // not reopened meanwhile
+	if n.releasable() { // not reopened meanwhile
 		n.fd.close()
 	}
+}
+
+func (n *node) releasable() bool {
+	n.fs.mu.Lock()
+	defer n.fs.mu.Unlock()
+	return n.opens == 0 && n.forgotten && len(n.links) == 0 && n.fd.get() >= 0
 }
 
 func (n *node) addLinkLocked(l link) {

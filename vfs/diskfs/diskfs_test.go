@@ -963,29 +963,38 @@ func deletedFds(t *testing.T) int {
 	return n
 }
 
-// TestUnlinkFreesSpace checks that removing a file nobody has open keeps
-// no descriptor of it (its space is freed at once, as on any disk), and
-// that a file removed while open is released when its last handle closes.
+// TestUnlinkFreesSpace checks that a removed file keeps no descriptor once
+// no edge refers to its node and no handle is open (its space is freed),
+// whichever of the two ends last; and that until then the node still
+// answers stat, as a local disk does for a file removed while in use.
 func TestUnlinkFreesSpace(t *testing.T) {
 	ctx := t.Context()
 	root := newFS(t, t.TempDir())
 	before := deletedFds(t)
-	closed := create(t, root, "closed", "x")
-	_, err := closed.Attr(ctx)
-	noErr(t, "Attr(closed)", err)
-	noErr(t, "Remove(closed)", root.Remove(ctx, "closed", false))
-	if got := deletedFds(t) - before; got != 0 {
-		t.Errorf("after removing a closed file: %d descriptors of deleted files, want 0", got)
+	wantDeleted := func(what string, want int) {
+		t.Helper()
+		if got := deletedFds(t) - before; got != want {
+			t.Errorf("%s: %d descriptors of deleted files, want %d", what, got, want)
+		}
 	}
+
+	closed := create(t, root, "closed", "x")
+	noErr(t, "Remove(closed)", root.Remove(ctx, "closed", false))
+	if _, err := closed.Attr(ctx); err != nil {
+		t.Errorf("Attr of a removed file still referenced: %v, want it to work", err)
+	}
+	closed.(vfs.Forgetter).Forget()
+	wantDeleted("after forgetting a removed file", 0)
+
 	open := create(t, root, "open", "y")
 	h, err := open.Open(ctx, os.O_RDONLY)
 	noErr(t, "Open(open)", err)
 	noErr(t, "Remove(open)", root.Remove(ctx, "open", false))
+	open.(vfs.Forgetter).Forget()
 	if _, err := open.Attr(ctx); err != nil {
 		t.Errorf("Attr of a removed file still open: %v, want it to work", err)
 	}
+	wantDeleted("while a removed file is open (its handle and its pin)", 2)
 	noErr(t, "Close", h.Close())
-	if got := deletedFds(t) - before; got != 0 {
-		t.Errorf("after the last close of a removed file: %d descriptors of deleted files, want 0", got)
-	}
+	wantDeleted("after the last close of a removed, forgotten file", 0)
 }

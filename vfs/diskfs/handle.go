@@ -19,6 +19,9 @@ type fileHandle struct {
 	n  *node
 }
 
+// HostFd offers the descriptor for passthrough. The kernel uses it only to
+// name the backing file: each open of the FUSE file gets a backing file of
+// its own, opened with that open's flags.
 func (h *fileHandle) HostFd() (int, bool) { return h.fd, true }
 
 func (h *fileHandle) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {

@@ -12,10 +12,11 @@ import (
 
 // The operations that change which names reach which file. Each keeps the
 // node table true: a moved file's node learns its new name; a file whose
-// last name goes while it is open is pinned by an O_PATH descriptor, so
-// stat and the like on its node keep working (unlink while open) until its
-// last handle closes. A file nobody has open is never pinned: its space is
-// freed when its last name goes, as on any disk.
+// last name goes while an edge still refers to it is pinned by an O_PATH
+// descriptor, so opening and stat-ing it keep working as on a local disk
+// (unlink while open; an open racing a rename over the file). The pin goes
+// once the file is neither open nor referenced (node.release), so the
+// space is freed then.
 
 func (n *node) Remove(ctx context.Context, name string, dir bool) error {
 	if err := n.dirOp("remove", name); err != nil {
@@ -37,15 +38,14 @@ func (n *node) Remove(ctx context.Context, name string, dir bool) error {
 }
 
 // prepareUnlink finds the live file node that name (about to be unlinked
-// or replaced) belongs to, and pins it if name is its last name and the
-// file is open.
+// or replaced) belongs to, and pins it if name is its last name.
 func (n *node) prepareUnlink(name string) (victim *node, pin int) {
 	var st unix.Stat_t
 	if unix.Fstatat(n.fd.get(), name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
 		return nil, -1
 	}
 	victim = n.fs.lookupLive(idOf(&st))
-	if victim == nil || victim.isDir || st.Nlink > 1 || !victim.isOpen() {
+	if victim == nil || victim.isDir || st.Nlink > 1 {
 		return victim, -1
 	}
 	pin, err := unix.Openat(n.fd.get(), name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)

@@ -46,7 +46,15 @@ var (
 	_ gofs.NodeSetxattrer     = (*node)(nil)
 	_ gofs.NodeListxattrer    = (*node)(nil)
 	_ gofs.NodeRemovexattrer  = (*node)(nil)
+	_ gofs.NodeOnForgetter    = (*node)(nil)
 )
+
+// OnForget passes on that the kernel dropped the inode.
+func (n *node) OnForget() {
+	if f, ok := n.vn.(vfs.Forgetter); ok {
+		f.Forget()
+	}
+}
 
 // reqCtx carries the FUSE caller's identity into the vfs call, so backends
 // can give new files the caller's ownership.
