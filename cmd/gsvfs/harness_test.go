@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gsvfs/gsvfs/vfs/vfstest"
 )
 
 // The integration tests run the real gsvfs binary, mount the tree with
@@ -38,20 +40,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// needFUSE skips, loudly, where FUSE mounts cannot be made. CI runs as root
-// with /dev/fuse, so there these tests always run.
-func needFUSE(t testing.TB) {
-	t.Helper()
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		t.Skip("SKIPPED: no /dev/fuse on this machine; FUSE tests cannot run")
-	}
-	if os.Geteuid() != 0 {
-		if _, err := exec.LookPath("fusermount3"); err != nil {
-			t.Skip("SKIPPED: not root and no fusermount3; FUSE tests cannot run")
-		}
-	}
-}
-
 // daemon is one running `gsvfs mount --foreground`.
 type daemon struct {
 	Root, Mnt string
@@ -65,7 +53,7 @@ type daemon struct {
 // the test ends.
 func startMount(t testing.TB, extra ...string) *daemon {
 	t.Helper()
-	needFUSE(t)
+	vfstest.NeedFUSE(t)
 	base := t.TempDir()
 	d := mountAt(t, filepath.Join(base, "state"), filepath.Join(base, "mnt"), extra...)
 	t.Cleanup(func() { d.stop(t) })

@@ -29,6 +29,8 @@ import (
 	"time"
 
 	"github.com/gsvfs/gsvfs/docs/man"
+
+	"github.com/gsvfs/gsvfs/vfs/vfstest"
 )
 
 // lcResult is one finished run of the gsvfs binary.
@@ -450,7 +452,7 @@ func TestLifecycleUmountDeadMount(t *testing.T) {
 // with one line naming the state directory, mount point, pid and log; the
 // daemon runs in a session of its own and logs to the state directory.
 func TestLifecycleBackground(t *testing.T) {
-	needFUSE(t)
+	vfstest.NeedFUSE(t)
 	for _, relative := range []bool{false, true} {
 		t.Run(map[bool]string{false: "absolute", true: "relative"}[relative], func(t *testing.T) {
 			base := t.TempDir()

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gsvfs/gsvfs/vfs/vfstest"
 )
 
 // The semantics tests check, through a real FUSE mount of the real binary,
@@ -141,7 +143,7 @@ func smDescribe(got, want []byte) string {
 // another uid.
 func smSharedMount(t *testing.T, extra ...string) *daemon {
 	t.Helper()
-	needFUSE(t)
+	vfstest.NeedFUSE(t)
 	base := smSharedTempDir(t)
 	d := mountAt(t, filepath.Join(base, "state"), filepath.Join(base, "mnt"), extra...)
 	t.Cleanup(func() { d.stop(t) })

@@ -2,7 +2,6 @@ package fusefs
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gsvfs/gsvfs/vfs"
+	"github.com/gsvfs/gsvfs/vfs/vfstest"
 )
 
 // These tests serve a synthetic tree from this process and touch the mount
@@ -21,14 +21,7 @@ import (
 
 func mountTree(t *testing.T, root vfs.Node) string {
 	t.Helper()
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		t.Skip("SKIPPED: no /dev/fuse on this machine; FUSE tests cannot run")
-	}
-	if os.Geteuid() != 0 {
-		if _, err := exec.LookPath("fusermount3"); err != nil {
-			t.Skip("SKIPPED: not root and no fusermount3; FUSE tests cannot run")
-		}
-	}
+	vfstest.NeedFUSE(t)
 	dir := t.TempDir()
 	m, err := New(dir, root, Options{})
 	if err != nil {
