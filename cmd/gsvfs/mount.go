@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 
@@ -27,6 +28,7 @@ type mountFlags struct {
 	foreground    bool
 	noPassthrough bool
 	debugFuse     bool
+	cpuProfile    string
 	logLevel      string
 }
 
@@ -55,6 +57,8 @@ once the mount is ready and keeps serving in the background, like sshfs;
 	cmd.Flags().BoolVar(&f.noPassthrough, "no-passthrough", false, "move file data through the daemon even where the kernel offers passthrough")
 	cmd.Flags().BoolVar(&f.debugFuse, "debug-fuse", false, "log every FUSE request")
 	cmd.Flags().MarkHidden("debug-fuse")
+	cmd.Flags().StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the daemon to this file until it exits")
+	cmd.Flags().MarkHidden("cpuprofile")
 	return cmd
 }
 
@@ -80,6 +84,13 @@ func serveMount(stdout io.Writer, f mountFlags, mountpoint string) (err error) {
 	}
 	if err := fusefs.Prepare(mountpoint); err != nil {
 		return err
+	}
+	if f.cpuProfile != "" {
+		stop, err := startCPUProfile(f.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	tree, err := buildTree(root)
 	if err != nil {
@@ -211,5 +222,21 @@ func daemonArgs(f mountFlags, root, mountpoint string) []string {
 	if f.debugFuse {
 		args = append(args, "--debug-fuse")
 	}
+	if f.cpuProfile != "" {
+		args = append(args, "--cpuprofile", f.cpuProfile)
+	}
 	return append(args, mountpoint)
+}
+
+// startCPUProfile profiles the daemon into path until stop is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	out, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(out); err != nil {
+		out.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); out.Close() }, nil
 }

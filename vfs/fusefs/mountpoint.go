@@ -35,9 +35,22 @@ func Prepare(dir string) error {
 	case !fi.IsDir():
 		return fmt.Errorf("mount point %s is not a directory", dir)
 	}
-	if _, err := os.Stat("/dev/fuse"); err != nil {
+	return checkDevFuse()
+}
+
+// checkDevFuse says why /dev/fuse cannot be used, before go-fuse and
+// fusermount3 fail with less helpful words.
+func checkDevFuse() error {
+	f, err := os.OpenFile("/dev/fuse", os.O_RDWR, 0)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
 		return errors.New("no /dev/fuse: load the fuse module, or give the container /dev/fuse")
+	case errors.Is(err, os.ErrPermission):
+		return errors.New("cannot open /dev/fuse: permission denied; it must be readable and writable by you (Debian makes it mode 0666)")
+	case err != nil:
+		return fmt.Errorf("cannot open /dev/fuse: %w", err)
 	}
+	f.Close()
 	return nil
 }
 
