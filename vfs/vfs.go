@@ -151,7 +151,10 @@ type HostFile interface {
 
 // Attr is what stat reports about a node.
 type Attr struct {
-	Ino     uint64 // stable and unique within a tree
+	Ino uint64 // stable and unique within a tree
+	// Gen tells a file from an earlier one that had the same Ino (a
+	// filesystem may reuse inode numbers); 0 where nothing tells them apart.
+	Gen     uint64
 	Mode    uint32 // S_IFMT type bits and permission bits, as in stat(2)
 	Nlink   uint32
 	Uid     uint32

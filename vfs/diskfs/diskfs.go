@@ -57,9 +57,11 @@ type FS struct {
 	nodes map[fileID]weak.Pointer[node]
 }
 
-// fileID identifies a host file: the key of the node table.
+// fileID identifies a host file: the key of the node table. The birth
+// time keeps a file apart from an earlier one whose inode number the
+// filesystem reused (ext4 does so at once).
 type fileID struct {
-	dev, ino uint64
+	dev, ino, born uint64
 }
 
 // link is one name a file is reachable by.
@@ -120,8 +122,8 @@ func New(dir string) (*FS, error) {
 	if err != nil {
 		return nil, vfs.Error("open", dir, errno(err))
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
+	var st unix.Statx_t
+	if err := fstatx(fd, &st); err != nil {
 		unix.Close(fd)
 		return nil, vfs.Error("stat", dir, errno(err))
 	}
@@ -133,7 +135,32 @@ func New(dir string) (*FS, error) {
 // Root returns the tree's root directory: the attach.
 func (f *FS) Root() vfs.Node { return f.root }
 
-func idOf(st *unix.Stat_t) fileID { return fileID{dev: st.Dev, ino: st.Ino} }
+// statx reads what the tree needs to know of the file name in dirfd, or
+// of dirfd itself when name is "": its stat, and its birth time, which
+// tells a file from a later one that was given the same inode number.
+// A final symlink is never followed.
+func statx(dirfd int, name string, st *unix.Statx_t) error {
+	flags := unix.AT_SYMLINK_NOFOLLOW
+	if name == "" {
+		flags |= unix.AT_EMPTY_PATH
+	}
+	return unix.Statx(dirfd, name, flags, unix.STATX_BASIC_STATS|unix.STATX_BTIME, st)
+}
+
+func fstatx(fd int, st *unix.Statx_t) error { return statx(fd, "", st) }
+
+func idOf(st *unix.Statx_t) fileID {
+	return fileID{dev: unix.Mkdev(st.Dev_major, st.Dev_minor), ino: st.Ino, born: born(st)}
+}
+
+// born is the file's birth time in nanoseconds, 0 where the filesystem
+// does not keep one (then inode numbers alone must tell files apart).
+func born(st *unix.Statx_t) uint64 {
+	if st.Mask&unix.STATX_BTIME == 0 {
+		return 0
+	}
+	return uint64(st.Btime.Sec)*1e9 + uint64(st.Btime.Nsec)
+}
 
 // adopt returns the node for id, making it if none is alive. A directory
 // node takes ownership of fd (closing it if a node already exists); a file
@@ -193,8 +220,8 @@ func (f *FS) lookupLive(id fileID) *node {
 func (n *node) dropMovedLocked() {
 	kept := n.links[:0]
 	for _, l := range n.links {
-		var st unix.Stat_t
-		err := unix.Fstatat(l.dir.fd.get(), l.name, &st, unix.AT_SYMLINK_NOFOLLOW)
+		var st unix.Statx_t
+		err := statx(l.dir.fd.get(), l.name, &st)
 		if err == nil && idOf(&st) == n.id {
 			kept = append(kept, l)
 		}
@@ -323,12 +350,7 @@ func (l loc) procPath() (p string, follow bool) {
 }
 
 // stat is fstatat without following a final symlink.
-func (l loc) stat(st *unix.Stat_t) error {
-	if l.self() {
-		return unix.Fstat(l.fd, st)
-	}
-	return unix.Fstatat(l.fd, l.name, st, unix.AT_SYMLINK_NOFOLLOW)
-}
+func (l loc) stat(st *unix.Statx_t) error { return statx(l.fd, l.name, st) }
 
 // open opens the location; a final symlink is never followed.
 func (l loc) open(flags int, mode uint32) (int, error) {

@@ -79,8 +79,8 @@ func (h *fileHandle) Sync(context.Context) error {
 }
 
 func (h *fileHandle) Attr(context.Context) (vfs.Attr, error) {
-	var st unix.Stat_t
-	if err := unix.Fstat(h.fd, &st); err != nil {
+	var st unix.Statx_t
+	if err := fstatx(h.fd, &st); err != nil {
 		return vfs.Attr{}, vfs.Error("fstat", "", errno(err))
 	}
 	return toAttr(&st), nil

@@ -40,8 +40,8 @@ func (n *node) Remove(ctx context.Context, name string, dir bool) error {
 // prepareUnlink finds the live file node that name (about to be unlinked
 // or replaced) belongs to, and pins it if name is its last name.
 func (n *node) prepareUnlink(name string) (victim *node, pin int) {
-	var st unix.Stat_t
-	if unix.Fstatat(n.fd.get(), name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+	var st unix.Statx_t
+	if statx(n.fd.get(), name, &st) != nil {
 		return nil, -1
 	}
 	victim = n.fs.lookupLive(idOf(&st))
@@ -85,9 +85,9 @@ func (n *node) Rename(ctx context.Context, oldName string, newDir vfs.Node, newN
 	}
 	n.fs.names.Lock()
 	defer n.fs.names.Unlock()
-	var st unix.Stat_t
+	var st unix.Statx_t
 	var moved *node
-	if unix.Fstatat(n.fd.get(), oldName, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+	if statx(n.fd.get(), oldName, &st) == nil {
 		moved = n.fs.lookupLive(idOf(&st))
 	}
 	replaced, pin := to.prepareUnlink(newName)

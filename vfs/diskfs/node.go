@@ -42,7 +42,7 @@ func (n *node) doLocked(fn func(l loc) error) error {
 }
 
 // sameFile fails with ESTALE unless st describes the node's own file.
-func (n *node) sameFile(st *unix.Stat_t) error {
+func (n *node) sameFile(st *unix.Statx_t) error {
 	if idOf(st) != n.id {
 		return syscall.ESTALE
 	}
@@ -65,8 +65,8 @@ func (n *node) onFd(l loc, fn func(fd int) error) error {
 		return err
 	}
 	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
+	var st unix.Statx_t
+	if err := fstatx(fd, &st); err != nil {
 		return err
 	}
 	if err := n.sameFile(&st); err != nil {
@@ -85,7 +85,7 @@ func (n *node) dropStale(l loc) bool {
 }
 
 func (n *node) Attr(context.Context) (vfs.Attr, error) {
-	var st unix.Stat_t
+	var st unix.Statx_t
 	err := n.do(func(l loc) error {
 		if err := l.stat(&st); err != nil {
 			return err
@@ -98,14 +98,13 @@ func (n *node) Attr(context.Context) (vfs.Attr, error) {
 	return toAttr(&st), nil
 }
 
-func toAttr(st *unix.Stat_t) vfs.Attr {
+func toAttr(st *unix.Statx_t) vfs.Attr {
+	ts := func(t unix.StatxTimestamp) time.Time { return time.Unix(t.Sec, int64(t.Nsec)) }
 	return vfs.Attr{
-		Ino: st.Ino, Mode: st.Mode, Nlink: uint32(st.Nlink),
-		Uid: st.Uid, Gid: st.Gid, Rdev: st.Rdev,
-		Size: st.Size, Blocks: st.Blocks, Blksize: uint32(st.Blksize),
-		Atime: time.Unix(st.Atim.Unix()),
-		Mtime: time.Unix(st.Mtim.Unix()),
-		Ctime: time.Unix(st.Ctim.Unix()),
+		Ino: st.Ino, Gen: born(st), Mode: uint32(st.Mode), Nlink: st.Nlink,
+		Uid: st.Uid, Gid: st.Gid, Rdev: unix.Mkdev(st.Rdev_major, st.Rdev_minor),
+		Size: int64(st.Size), Blocks: int64(st.Blocks), Blksize: st.Blksize,
+		Atime: ts(st.Atime), Mtime: ts(st.Mtime), Ctime: ts(st.Ctime),
 	}
 }
 
@@ -233,8 +232,8 @@ func (n *node) Lookup(ctx context.Context, name string) (vfs.Node, error) {
 func (n *node) child(name string) (*node, error) {
 	n.fs.names.RLock()
 	defer n.fs.names.RUnlock()
-	var st unix.Stat_t
-	if err := unix.Fstatat(n.fd.get(), name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+	var st unix.Statx_t
+	if err := statx(n.fd.get(), name, &st); err != nil {
 		return nil, err
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
@@ -244,7 +243,7 @@ func (n *node) child(name string) (*node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := unix.Fstat(fd, &st); err != nil {
+	if err := fstatx(fd, &st); err != nil {
 		unix.Close(fd)
 		return nil, err
 	}
@@ -270,8 +269,8 @@ func (n *node) Open(ctx context.Context, flags int) (vfs.Handle, error) {
 		if fd, err = l.open(flags, 0); err != nil {
 			return err
 		}
-		var st unix.Stat_t
-		if err = unix.Fstat(fd, &st); err == nil {
+		var st unix.Statx_t
+		if err = fstatx(fd, &st); err == nil {
 			err = n.sameFile(&st)
 		}
 		if err != nil {
@@ -295,12 +294,12 @@ func (n *node) Create(ctx context.Context, name string, flags int, mode uint32) 
 	if err != nil {
 		return nil, nil, vfs.Error("create", name, errno(err))
 	}
-	var st unix.Stat_t
+	var st unix.Statx_t
 	if created {
 		err = n.giveToCaller(ctx, func(uid, gid int) error { return unix.Fchown(fd, uid, gid) })
 	}
 	if err == nil {
-		err = unix.Fstat(fd, &st)
+		err = fstatx(fd, &st)
 	}
 	if err != nil {
 		unix.Close(fd)

@@ -111,7 +111,8 @@ func (n *node) adopt(ctx context.Context, child vfs.Node, out *fuse.EntryOut) (*
 		return nil, n.srv.toErrno("getattr", err)
 	}
 	n.srv.fillEntry(out, a)
-	stable := gofs.StableAttr{Mode: a.Type(), Ino: a.Ino}
+	out.Generation = a.Gen
+	stable := gofs.StableAttr{Mode: a.Type(), Ino: a.Ino, Gen: a.Gen}
 	return n.NewInode(ctx, &node{vn: child, srv: n.srv, volatile: a.Volatile}, stable), 0
 }
 

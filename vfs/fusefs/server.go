@@ -97,7 +97,7 @@ func New(dir string, root vfs.Node, opts Options) (*Mount, error) {
 		},
 		// Cache times are set per reply (zero for volatile nodes).
 		NullPermissions: true,
-		RootStableAttr:  &gofs.StableAttr{Ino: a.Ino, Mode: a.Type()},
+		RootStableAttr:  &gofs.StableAttr{Ino: a.Ino, Gen: a.Gen, Mode: a.Type()},
 		Logger:          goLog,
 	}
 	fsrv, err := gofs.Mount(dir, rootNode, mo)
