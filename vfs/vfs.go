@@ -191,6 +191,10 @@ const (
 	SetMtime    // to SetAttr.Mtime
 	SetAtimeNow // to the current time
 	SetMtimeNow // to the current time
+	// SetClearSetID drops set-user-ID, and set-group-ID where the group may
+	// execute, after the other changes: what a write, truncate or chown by
+	// a caller without CAP_FSETID does to a file on Linux.
+	SetClearSetID
 )
 
 // SetAttr is a change of attributes (wstat, chmod, chown, truncate, utimes).

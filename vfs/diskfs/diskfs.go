@@ -188,7 +188,7 @@ func (f *FS) adopt(id fileID, isDir bool, fd int, l link) *node {
 	}
 	wp := weak.Make(n)
 	f.nodes[id] = wp
-	runtime.AddCleanup(n, f.forget, cleanupArg{id: id, wp: wp, fd: n.fd})
+	runtime.AddCleanup(n, f.collected, cleanupArg{id: id, wp: wp, fd: n.fd})
 	return n
 }
 
@@ -198,9 +198,10 @@ type cleanupArg struct {
 	fd *descriptor
 }
 
-// forget runs once a node is unreachable: it closes the node's descriptor
-// and drops its table entry unless a newer node took the slot.
-func (f *FS) forget(a cleanupArg) {
+// collected runs once the garbage collector finds a node unreachable: it
+// closes the node's descriptor and drops its table entry unless a newer
+// node took the slot.
+func (f *FS) collected(a cleanupArg) {
 	a.fd.close()
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -143,9 +143,33 @@ func setAttrAt(l loc, s vfs.SetAttr) error {
 		}
 	}
 	if ts, ok := utimes(s); ok {
-		return utimesAt(l, ts)
+		if err := utimesAt(l, ts); err != nil {
+			return err
+		}
+	}
+	if s.Has(vfs.SetClearSetID) {
+		return clearSetIDAt(l)
 	}
 	return nil
+}
+
+// clearSetIDAt drops the set-ID bits a write by an unprivileged caller
+// drops (see vfs.SetClearSetID). The daemon, as root, is exempt from the
+// kernel doing it on its own writes, so it does it for its callers.
+func clearSetIDAt(l loc) error {
+	var st unix.Statx_t
+	if err := l.stat(&st); err != nil {
+		return err
+	}
+	mode := uint32(st.Mode) & 0o7777
+	drop := uint32(unix.S_ISUID)
+	if mode&0o010 != 0 {
+		drop |= unix.S_ISGID
+	}
+	if mode&drop == 0 || st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		return nil
+	}
+	return chmodAt(l, mode&^drop)
 }
 
 func chownAt(l loc, uid, gid int) error {

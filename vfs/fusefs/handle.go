@@ -88,11 +88,35 @@ func (f *fileHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Rea
 }
 
 func (f *fileHandle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	if errno := f.clearSetID(ctx); errno != 0 {
+		return 0, errno
+	}
 	n, err := f.h.WriteAt(reqCtx(ctx), data, off)
 	if err != nil && n == 0 {
 		return 0, f.srv.toErrno("write", err)
 	}
 	return uint32(n), 0
+}
+
+// clearSetID drops the file's set-ID bits before an unprivileged caller
+// changes its content, as Linux does. The mount takes this duty over from
+// the kernel (FUSE_HANDLE_KILLPRIV_V2), which spares a GETXATTR round trip
+// on every write. Writes served by passthrough never reach the daemon and
+// run with its privileges, so the bits go when an unprivileged caller
+// opens the file for writing: a little earlier than Linux drops them (at
+// the first write), never later. Writes that do reach the daemon check
+// again. Root stands for a caller with CAP_FSETID.
+func (f *fileHandle) clearSetID(ctx context.Context) syscall.Errno {
+	caller, ok := fuse.FromContext(ctx)
+	if f.volatile || !ok || caller.Uid == 0 {
+		return 0
+	}
+	ha, ok := f.h.(vfs.HandleAttrer)
+	if !ok {
+		return 0
+	}
+	_, err := ha.SetAttr(reqCtx(ctx), vfs.SetAttr{Valid: vfs.SetClearSetID})
+	return f.srv.errnoOf("clear set-id bits", err)
 }
 
 func (f *fileHandle) Release(context.Context) syscall.Errno {

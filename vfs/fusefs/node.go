@@ -183,6 +183,9 @@ func toSetAttr(in *fuse.SetAttrIn) vfs.SetAttr {
 		s.Valid |= vfs.SetSize
 		s.Size = int64(size)
 	}
+	if in.Valid&fuse.FATTR_KILL_SUIDGID != 0 {
+		s.Valid |= vfs.SetClearSetID
+	}
 	if in.Valid&fuse.FATTR_ATIME_NOW != 0 {
 		s.Valid |= vfs.SetAtimeNow
 	} else if t, ok := in.GetATime(); ok {
@@ -204,7 +207,11 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 	if err != nil {
 		return nil, 0, n.srv.toErrno("open", err)
 	}
-	return n.srv.wrapHandle(h, n.volatile)
+	fh, fuseFlags, errno := n.srv.wrapHandle(h, n.volatile)
+	if errno == 0 && (flags&syscall.O_TRUNC != 0 || flags&syscall.O_ACCMODE != syscall.O_RDONLY) {
+		errno = fh.(*fileHandle).clearSetID(ctx)
+	}
+	return fh, fuseFlags, errno
 }
 
 func (n *node) OpendirHandle(ctx context.Context, _ uint32) (gofs.FileHandle, uint32, syscall.Errno) {

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+// TestSetIDBitsLikeExt4 writes, truncates and O_TRUNC-opens set-ID files
+// as an ordinary user and as root, through the mount and on native disk,
+// and wants the same modes after: a user's change drops set-user-ID (and
+// set-group-ID with group execute); root's keeps them. gsvfs clears them
+// itself (FUSE_HANDLE_KILLPRIV_V2), so this guards that duty.
+func TestSetIDBitsLikeExt4(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED: needs root to act as another user")
+	}
+	native, err := os.MkdirTemp("", "gsvfs-setid-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(native) })
+	os.Chmod(native, 0o1777)
+	want := setIDModes(t, native)
+	for _, mode := range []struct {
+		name  string
+		flags []string
+	}{{"passthrough", nil}, {"no-passthrough", []string{"--no-passthrough"}}} {
+		t.Run(mode.name, func(t *testing.T) {
+			base, err := os.MkdirTemp("", "gsvfs-setid-mnt-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.RemoveAll(base) })
+			os.Chmod(base, 0o755)
+			d := mountAt(t, filepath.Join(base, "state"), filepath.Join(base, "mnt"), mode.flags...)
+			t.Cleanup(func() { d.stop(t) })
+			got := setIDModes(t, d.Path("workspaces"))
+			for name, w := range want {
+				if got[name] != w {
+					t.Errorf("%s: mode %#o on the mount, %#o on ext4", name, got[name], w)
+				}
+			}
+		})
+	}
+}
+
+// setIDModes runs each change on a fresh set-ID file in dir and returns
+// the resulting modes.
+func setIDModes(t *testing.T, dir string) map[string]uint32 {
+	t.Helper()
+	changes := map[string]string{
+		"append":   `printf x >> "$1"`,
+		"truncate": `truncate -s 1 "$1"`,
+		"otrunc":   `: > "$1"`,
+	}
+	modes := map[string]uint32{}
+	for _, who := range []uint32{0, 1000} {
+		for change, script := range changes {
+			for _, perm := range []uint32{0o4755, 0o2775, 0o2755, 0o6777} {
+				name := fmt.Sprintf("%s-uid%d-%o", change, who, perm)
+				p := filepath.Join(dir, name)
+				asUID(t, 1000, fmt.Sprintf(`printf abc > "$1" && chmod %o "$1"`, perm), p)
+				asUID(t, who, script, p)
+				var st syscall.Stat_t
+				if err := syscall.Stat(p, &st); err != nil {
+					t.Fatal(err)
+				}
+				modes[name] = st.Mode & 0o7777
+			}
+		}
+	}
+	return modes
+}
+
+func asUID(t *testing.T, uid uint32, script, arg string) {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", script, "sh", arg)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("as uid %d: %s %s: %v\n%s", uid, script, arg, err, out)
+	}
+}
