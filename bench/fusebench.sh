@@ -89,7 +89,7 @@ declare -A TLABEL=([native]=native [gsvfs]=gsvfs [nopt]="gsvfs no-pt" [loopback]
 
 # Workloads in table order: label, unit, kind (thr: more is better; time:
 # less is better), target ratio (empty: none) and whether gsvfs no-pt runs it.
-WORKLOADS=(seqwrite seqread randread meta meta_create meta_stat meta_unlink tarx rmrf git)
+WORKLOADS=(seqwrite smallwrite seqread randread meta meta_create meta_stat meta_unlink tarx rmrf git)
 declare -A WLABEL WUNIT WKIND WGOAL WDATA
 defwl() { WLABEL[$1]=$2 WUNIT[$1]=$3 WKIND[$1]=$4 WGOAL[$1]=$5 WDATA[$1]=$6; }
 files_label=$(printf "%'d" "$NFILES" 2>/dev/null || echo "$NFILES")
@@ -98,6 +98,7 @@ git_label="$((GIT_FILES / 1000))k"
 size_label="${SIZE_MB} MiB"
 [[ $((SIZE_MB % 1024)) == 0 ]] && size_label="$((SIZE_MB / 1024)) GiB"
 defwl seqwrite "seq write $size_label (dd fsync)" "MB/s" thr 0.90 1
+defwl smallwrite "4 KiB writes, 256 MiB (dd bs=4k)" "MB/s" thr "" 1
 defwl seqread "cold seq read $size_label (dd)" "MB/s" thr 0.95 1
 defwl randread "4 KiB O_DIRECT rand read (fio)" "IOPS" thr 0.90 1
 defwl meta "create+stat+unlink $files_label files" "s" time 5 0
@@ -225,6 +226,19 @@ run_seqwrite() {
 	dd if=/dev/zero of="$f" bs=1M count="$SIZE_MB" conv=fsync status=none || return 1
 	t1=$EPOCHREALTIME
 	record seqwrite "$1" "$(awk -v b="$((SIZE_MB * 1048576))" -v s="$(sub "$t0" "$t1")" 'BEGIN { printf "%.1f", b / s / 1e6 }')"
+}
+
+# Small writes: each write(2) is a round trip to the daemon unless the
+# kernel can serve it alone (passthrough, and no security.capability
+# check per write).
+run_smallwrite() {
+	local f=${DIR[$1]}/small.dat t0 t1
+	rm -f "$f" || return 1
+	t0=$EPOCHREALTIME
+	dd if=/dev/zero of="$f" bs=4k count=65536 status=none || return 1
+	t1=$EPOCHREALTIME
+	rm -f "$f"
+	record smallwrite "$1" "$(awk -v b="$((65536 * 4096))" -v s="$(sub "$t0" "$t1")" 'BEGIN { printf "%.1f", b / s / 1e6 }')"
 }
 
 run_seqread() {
@@ -419,6 +433,11 @@ for ((r = 1; r <= RUNS; r++)); do
 	for t in $(targets_for seqwrite "$r"); do
 		measure seqwrite "$t" "$r" run_seqwrite
 		measure seqread "$t" "$r" run_seqread
+	done
+done
+for ((r = 1; r <= RUNS; r++)); do
+	for t in $(targets_for smallwrite "$r"); do
+		measure smallwrite "$t" "$r" run_smallwrite
 	done
 done
 if [[ $have_fio == 1 ]]; then

@@ -376,6 +376,13 @@ func createAt(dirfd int, name string, flags int, mode uint32) (fd int, created b
 	}
 }
 
+// The daemon's identity, read once: each os.Geteuid is a system call, and
+// every create asks.
+var (
+	daemonUid = uint32(os.Geteuid())
+	daemonGid = uint32(os.Getegid())
+)
+
 // giveToCaller makes a file just created by the daemon belong to the
 // caller, as if the caller had made it: the caller's uid, and the caller's
 // gid unless the directory is set-group-ID (then the kernel already gave
@@ -383,10 +390,10 @@ func createAt(dirfd int, name string, flags int, mode uint32) (fd int, created b
 // is not root or the caller is the daemon's own identity.
 func (n *node) giveToCaller(ctx context.Context, chown func(uid, gid int) error) error {
 	c, ok := vfs.CallerFrom(ctx)
-	if !ok || os.Geteuid() != 0 {
+	if !ok || daemonUid != 0 {
 		return nil
 	}
-	if c.Uid == uint32(os.Geteuid()) && c.Gid == uint32(os.Getegid()) {
+	if c.Uid == daemonUid && c.Gid == daemonGid {
 		return nil
 	}
 	gid := int(c.Gid)
