@@ -29,7 +29,14 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "gsvfs")
-	build := exec.Command("go", "build", "-o", binary, ".")
+	args := []string{"build", "-o", binary}
+	if os.Getenv("GSVFS_RACE") != "" {
+		// The daemon under test built with the race detector: its
+		// data races are reported in its log, which tests print on
+		// failure, and make it exit non-zero (66) at SIGTERM.
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, ".")...)
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building gsvfs:", err)
