@@ -104,8 +104,10 @@ func (f *fileHandle) Write(ctx context.Context, data []byte, off int64) (uint32,
 // on every write. Writes served by passthrough never reach the daemon and
 // run with its privileges, so the bits go when an unprivileged caller
 // opens the file for writing: a little earlier than Linux drops them (at
-// the first write), never later. Writes that do reach the daemon check
-// again. Root stands for a caller with CAP_FSETID.
+// the first write). Writes that do reach the daemon check again. (A file
+// made set-ID while already open for writing keeps its bits on a later
+// passthrough write; gsvfs(7) says so.) Root stands for a caller with
+// CAP_FSETID.
 func (f *fileHandle) clearSetID(ctx context.Context) syscall.Errno {
 	caller, ok := fuse.FromContext(ctx)
 	if f.volatile || !ok || caller.Uid == 0 {
