@@ -167,6 +167,12 @@ func (n *node) peer(op string, other vfs.Node) (*node, error) {
 }
 
 func (n *node) Rename(ctx context.Context, oldName string, newDir vfs.Node, newName string) error {
+	return n.RenameFlags(ctx, oldName, newDir, newName, 0)
+}
+
+// RenameFlags renames with renameat2(2) flags where the backend takes
+// them (vfs.FlagRenamer); elsewhere any flag is EINVAL.
+func (n *node) RenameFlags(ctx context.Context, oldName string, newDir vfs.Node, newName string, flags uint32) error {
 	if err := n.mutable("rename", oldName); err != nil {
 		return err
 	}
@@ -177,7 +183,14 @@ func (n *node) Rename(ctx context.Context, oldName string, newDir vfs.Node, newN
 	if err := to.mutable("rename", newName); err != nil {
 		return err
 	}
-	return n.inner.Rename(ctx, oldName, to.inner, newName)
+	if flags == 0 {
+		return n.inner.Rename(ctx, oldName, to.inner, newName)
+	}
+	fr, ok := n.inner.(vfs.FlagRenamer)
+	if !ok {
+		return vfs.Error("rename", n.path, syscall.EINVAL)
+	}
+	return fr.RenameFlags(ctx, oldName, to.inner, newName, flags)
 }
 
 func (n *node) Link(ctx context.Context, target vfs.Node, name string) (vfs.Node, error) {

@@ -98,6 +98,19 @@ type Linker interface {
 	Link(ctx context.Context, target Node, name string) (Node, error)
 }
 
+// The flags of FlagRenamer, with renameat2(2)'s values.
+const (
+	RenameNoReplace = 1 << 0 // fail with EEXIST if newName exists
+	RenameExchange  = 1 << 1 // swap oldName and newName atomically
+	RenameWhiteout  = 1 << 2 // leave a whiteout at oldName (overlayfs)
+)
+
+// FlagRenamer is a directory whose renames take renameat2(2) flags.
+// RenameFlags with flags 0 is Rename.
+type FlagRenamer interface {
+	RenameFlags(ctx context.Context, oldName string, newDir Node, newName string, flags uint32) error
+}
+
 // Mknoder is a directory that can make device nodes, FIFOs and sockets.
 type Mknoder interface {
 	Mknod(ctx context.Context, name string, mode uint32, rdev uint64) (Node, error)

@@ -73,6 +73,15 @@ func closePin(pin int) {
 }
 
 func (n *node) Rename(ctx context.Context, oldName string, newDir vfs.Node, newName string) error {
+	return n.RenameFlags(ctx, oldName, newDir, newName, 0)
+}
+
+// RenameFlags is rename with renameat2(2)'s flags (vfs.FlagRenamer). A
+// whiteout needs CAP_MKNOD, which the kernel checks of the caller.
+func (n *node) RenameFlags(_ context.Context, oldName string, newDir vfs.Node, newName string, flags uint32) error {
+	if flags&^(vfs.RenameNoReplace|vfs.RenameExchange|vfs.RenameWhiteout) != 0 {
+		return vfs.Error("rename", oldName, syscall.EINVAL)
+	}
 	if err := n.dirOp("rename", oldName); err != nil {
 		return err
 	}
@@ -85,27 +94,47 @@ func (n *node) Rename(ctx context.Context, oldName string, newDir vfs.Node, newN
 	}
 	n.fs.names.Lock()
 	defer n.fs.names.Unlock()
-	var st unix.Statx_t
-	var moved *node
-	if statx(n.fd.get(), oldName, &st) == nil {
-		moved = n.fs.lookupLive(idOf(&st))
+	moved := n.liveChild(oldName)
+	var replaced *node
+	pin := -1
+	switch {
+	case flags&vfs.RenameExchange != 0:
+		replaced = to.liveChild(newName) // not removed: it takes oldName
+	case flags&vfs.RenameNoReplace == 0:
+		replaced, pin = to.prepareUnlink(newName)
 	}
-	replaced, pin := to.prepareUnlink(newName)
 	if replaced != nil && replaced == moved {
 		// Renaming a name onto another link of the same file does nothing
 		// (rename(2)): both names stay, so the node's names stay too.
 		closePin(pin)
 		replaced, moved = nil, nil
 	}
-	err := unix.Renameat(n.fd.get(), oldName, to.fd.get(), newName)
+	err := unix.Renameat2(n.fd.get(), oldName, to.fd.get(), newName, uint(flags))
 	runtime.KeepAlive(to)
 	if err != nil {
 		closePin(pin)
 		return vfs.Error("rename", oldName, errno(err))
 	}
-	n.fs.unlinked(replaced, link{dir: to, name: newName}, pin)
-	n.fs.moved(moved, link{dir: n, name: oldName}, link{dir: to, name: newName})
+	from, dest := link{dir: n, name: oldName}, link{dir: to, name: newName}
+	if flags&vfs.RenameExchange != 0 {
+		// The two files traded names; FS.names keeps the halfway
+		// state from being seen.
+		n.fs.moved(moved, from, dest)
+		n.fs.moved(replaced, dest, from)
+		return nil
+	}
+	n.fs.unlinked(replaced, dest, pin)
+	n.fs.moved(moved, from, dest)
 	return nil
+}
+
+// liveChild returns the live node of the entry name, if any.
+func (n *node) liveChild(name string) *node {
+	var st unix.Statx_t
+	if statx(n.fd.get(), name, &st) != nil {
+		return nil
+	}
+	return n.fs.lookupLive(idOf(&st))
 }
 
 // moved records that file m's name from is now to.

@@ -311,17 +311,22 @@ func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 	return n.srv.errnoOf("rmdir", n.vn.Remove(reqCtx(ctx), name, true))
 }
 
-// Rename supports plain rename(2). RENAME_NOREPLACE and RENAME_EXCHANGE get
-// EINVAL, which tools such as mv take as "use plain rename".
+// Rename is rename(2), and renameat2(2) with RENAME_NOREPLACE or
+// RENAME_EXCHANGE where the tree supports them (EINVAL elsewhere, which
+// tools such as mv take as "use plain rename").
 func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
-	if flags != 0 {
-		return syscall.EINVAL
-	}
 	to, ok := newParent.(*node)
 	if !ok {
 		return syscall.EXDEV
 	}
-	return n.srv.errnoOf("rename", n.vn.Rename(reqCtx(ctx), name, to.vn, newName))
+	if flags == 0 {
+		return n.srv.errnoOf("rename", n.vn.Rename(reqCtx(ctx), name, to.vn, newName))
+	}
+	fr, ok := n.vn.(vfs.FlagRenamer)
+	if !ok {
+		return syscall.EINVAL
+	}
+	return n.srv.errnoOf("rename", fr.RenameFlags(reqCtx(ctx), name, to.vn, newName, flags))
 }
 
 func (s *server) errnoOf(op string, err error) syscall.Errno {

@@ -62,6 +62,7 @@ func Run(t *testing.T, newRoot func(t *testing.T) vfs.Node) {
 		{"Rename", testRename},
 		{"RenameErrors", testRenameErrors},
 		{"RenameFollowsNodes", testRenameFollowsNodes},
+		{"RenameFlags", testRenameFlags},
 		{"ReadDir", testReadDir},
 		{"ReadDirResume", testReadDirResume},
 		{"ReadDirResumeWhileChanging", testReadDirChanging},
@@ -1696,4 +1697,32 @@ func testConcurrent(t *testing.T, root vfs.Node) {
 	for _, name := range want {
 		wantContent(t, name, lookup(t, d, name), strings.TrimSuffix(name, ".r"))
 	}
+}
+
+func testRenameFlags(t *testing.T, root vfs.Node) {
+	ctx := t.Context()
+	fr, ok := root.(vfs.FlagRenamer)
+	if !ok {
+		t.Skipf("root %T does not implement vfs.FlagRenamer", root)
+	}
+	a := mkfile(t, root, "a", "A")
+	b := mkfile(t, root, "b", "B")
+	wantErrno(t, "RENAME_NOREPLACE onto an existing name",
+		fr.RenameFlags(ctx, "a", root, "b", vfs.RenameNoReplace), syscall.EEXIST)
+	wantContent(t, "b after a refused NOREPLACE", lookup(t, root, "b"), "B")
+
+	noErr(t, "RENAME_EXCHANGE", fr.RenameFlags(ctx, "a", root, "b", vfs.RenameExchange))
+	wantContent(t, "name a after the exchange", lookup(t, root, "a"), "B")
+	wantContent(t, "name b after the exchange", lookup(t, root, "b"), "A")
+	// Nodes follow their files, as after any rename.
+	wantContent(t, "node of the old a", a, "A")
+	wantContent(t, "node of the old b", b, "B")
+	if got, want := attr(t, lookup(t, root, "b")).Ino, attr(t, a).Ino; got != want {
+		t.Errorf("inode at b after the exchange: got %d, want %d (a's file)", got, want)
+	}
+
+	noErr(t, "RENAME_NOREPLACE onto a free name", fr.RenameFlags(ctx, "a", root, "c", vfs.RenameNoReplace))
+	wantMissing(t, root, "a")
+	wantContent(t, "c", lookup(t, root, "c"), "B")
+	wantErrno(t, "both flags", fr.RenameFlags(ctx, "b", root, "c", vfs.RenameNoReplace|vfs.RenameExchange), syscall.EINVAL)
 }
