@@ -67,6 +67,10 @@ once the mount is ready and keeps serving in the background, like sshfs;
 func serveMount(stdout io.Writer, f mountFlags, mountpoint string) (err error) {
 	background := os.Getenv(readyFdEnv) != ""
 	report := readyReporter()
+	// Catch the signals before anyone can learn the mount is ready, so a
+	// SIGTERM sent the moment it is always unmounts cleanly.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer func() {
 		if err != nil && background {
 			// The command that started this daemon prints the error;
@@ -99,6 +103,7 @@ func serveMount(stdout io.Writer, f mountFlags, mountpoint string) (err error) {
 	// Clients send the mode they want with their own umask applied; the
 	// daemon's must not apply a second time.
 	syscall.Umask(0)
+	raiseFileLimit()
 	m, err := fusefs.New(mountpoint, tree, fusefs.Options{
 		AllowOther:    os.Geteuid() == 0,
 		NoPassthrough: f.noPassthrough,
@@ -111,15 +116,14 @@ func serveMount(stdout io.Writer, f mountFlags, mountpoint string) (err error) {
 	slog.Info("serving", "root", root, "mountpoint", mountpoint, "pid", os.Getpid())
 	fmt.Fprintf(stdout, "gsvfs: serving %s at %s (pid %d)\n", root, mountpoint, os.Getpid())
 	report(nil)
-	waitUnmount(m)
+	waitUnmount(m, sigs)
 	return nil
 }
 
-// waitUnmount serves until the mount is gone; SIGINT or SIGTERM unmounts
-// first, lazily if files are still open so the daemon can always exit.
-func waitUnmount(m *fusefs.Mount) {
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+// waitUnmount serves until the mount is gone; SIGINT, SIGTERM or SIGHUP
+// (on sigs) unmounts first, lazily if files are still open so the daemon
+// can always exit.
+func waitUnmount(m *fusefs.Mount, sigs <-chan os.Signal) {
 	done := make(chan struct{})
 	go func() { m.Wait(); close(done) }()
 	select {
@@ -239,4 +243,32 @@ func startCPUProfile(path string) (stop func(), err error) {
 		return nil, fmt.Errorf("cpu profile: %w", err)
 	}
 	return func() { pprof.StopCPUProfile(); out.Close() }, nil
+}
+
+// raiseFileLimit lets the daemon hold a descriptor for every directory the
+// kernel keeps in its cache: a tree such as node_modules has tens of
+// thousands, more than a common default of 20,000. Root may raise the hard
+// limit to the system's maximum; others get their hard limit.
+func raiseFileLimit() {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return
+	}
+	if os.Geteuid() == 0 {
+		if data, err := os.ReadFile("/proc/sys/fs/nr_open"); err == nil {
+			var max uint64
+			if _, err := fmt.Sscan(string(data), &max); err == nil && max > lim.Max {
+				lim.Max = max
+			}
+		}
+	}
+	lim.Cur = lim.Max
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		// Without CAP_SYS_RESOURCE (a container) the hard limit stays;
+		// Go's runtime has already raised the soft limit to it.
+		syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim)
+		slog.Debug("open-file limit not raised", "limit", lim.Cur, "err", err)
+		return
+	}
+	slog.Debug("open-file limit", "limit", lim.Cur)
 }
