@@ -86,6 +86,9 @@ func serveMount(stdout io.Writer, f mountFlags, mountpoint string) (err error) {
 	if err != nil {
 		return err
 	}
+	if mountpoint, err = filepath.Abs(mountpoint); err != nil {
+		return err
+	}
 	if err := fusefs.Prepare(mountpoint); err != nil {
 		return err
 	}
