@@ -135,6 +135,19 @@ func (d *daemon) stop(t testing.TB) {
 // Path returns the host path of p inside the mount.
 func (d *daemon) Path(p string) string { return filepath.Join(d.Mnt, p) }
 
+// likeNative runs seq (a sequence of calls that describes its results as
+// text) on native disk and in a fresh directory of a fresh mount, and fails
+// unless the two agree: ext4 is the reference for what the tree must do.
+func likeNative(t *testing.T, what string, seq func(t *testing.T, dir string) string) {
+	t.Helper()
+	d := startMount(t)
+	want := seq(t, t.TempDir())
+	got := seq(t, d.Path("workspaces"))
+	if got != want {
+		t.Errorf("%s on the mount:\n%s\nwant, as on ext4:\n%s", what, got, want)
+	}
+}
+
 // run runs a command (a child process) with a timeout, failing the test
 // on error; it returns the combined output.
 func run(t testing.TB, dir string, name string, args ...string) string {

@@ -10,11 +10,15 @@ import (
 )
 
 // TestDaemonRaisesFileLimit checks that the daemon can hold a descriptor
-// per cached directory of a large tree: it raises its open-file limit to
-// the system's maximum (fs.nr_open) where it may (root with
-// CAP_SYS_RESOURCE), else to its hard limit.
+// per cached directory of a large tree: where it may (root with
+// CAP_SYS_RESOURCE) it raises its open-file limit to the system's maximum,
+// fs.nr_open. Elsewhere there is nothing to check: Go's runtime already
+// lifts the soft limit to the hard one.
 func TestDaemonRaisesFileLimit(t *testing.T) {
-	want := maxFileLimit(t)
+	want, ok := raisableFileLimit(t)
+	if !ok {
+		t.Skip("SKIPPED: this process may not raise its hard open-file limit (no CAP_SYS_RESOURCE), so neither may the daemon")
+	}
 	d := startMount(t)
 	limits, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", d.cmd.Process.Pid))
 	if err != nil {
@@ -34,10 +38,9 @@ func TestDaemonRaisesFileLimit(t *testing.T) {
 	t.Fatalf("no open-file limit in /proc/PID/limits:\n%s", limits)
 }
 
-// maxFileLimit is the open-file limit a process like this one can reach:
-// it tries fs.nr_open in a child of its own limits and falls back to the
-// hard limit.
-func maxFileLimit(t *testing.T) uint64 {
+// raisableFileLimit reports fs.nr_open and whether a process here may
+// raise its hard open-file limit to it (tried on this one, then undone).
+func raisableFileLimit(t *testing.T) (uint64, bool) {
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		t.Fatal(err)
@@ -47,10 +50,13 @@ func maxFileLimit(t *testing.T) uint64 {
 		t.Fatal(err)
 	}
 	nrOpen, _ := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64)
+	if nrOpen <= lim.Max {
+		return nrOpen, false
+	}
 	try := syscall.Rlimit{Cur: lim.Cur, Max: nrOpen}
 	if syscall.Setrlimit(syscall.RLIMIT_NOFILE, &try) != nil {
-		return lim.Max
+		return nrOpen, false
 	}
 	syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
-	return nrOpen
+	return nrOpen, true
 }

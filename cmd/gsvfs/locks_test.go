@@ -13,12 +13,7 @@ import (
 // itself does not do (POSIX locks belong to the process), so gsvfs is held
 // to the native result instead.
 func TestPosixLocksLikeExt4(t *testing.T) {
-	d := startMount(t)
-	want := lockSequence(t, t.TempDir())
-	got := lockSequence(t, d.Path("workspaces"))
-	if got != want {
-		t.Errorf("lock results on the mount %q, want %q (as on native disk)", got, want)
-	}
+	likeNative(t, "lock results", lockSequence)
 }
 
 // lockSequence takes a write lock on one descriptor, then tries a read

@@ -13,12 +13,7 @@ import (
 // RENAME_EXCHANGE through the mount and on native disk, and wants the same
 // errors and the same files after. mv -n and atomic swaps rely on them.
 func TestRenameat2LikeExt4(t *testing.T) {
-	d := startMount(t)
-	want := renameat2Sequence(t, t.TempDir())
-	got := renameat2Sequence(t, d.Path("workspaces"))
-	if got != want {
-		t.Errorf("renameat2 on the mount:\n%s\nwant (as on ext4):\n%s", got, want)
-	}
+	likeNative(t, "renameat2", renameat2Sequence)
 }
 
 func renameat2Sequence(t *testing.T, dir string) string {

@@ -337,18 +337,11 @@ func (n *node) where() (loc, error) {
 // self reports whether the location is the node's own descriptor.
 func (l loc) self() bool { return l.name == "" }
 
-// procPath names the location for the few system calls without an *at form
-// (chmod, xattrs). /proc/self/fd/N resolves to the descriptor's own file,
-// so the path cannot be redirected. When the location is the node's own
-// descriptor the magic link must be followed; otherwise the final name
-// must not be.
-func (l loc) procPath() (p string, follow bool) {
-	p = "/proc/self/fd/" + strconv.Itoa(l.fd)
-	if l.self() {
-		return p, true
-	}
-	return p + "/" + l.name, false
-}
+// fdPath names the file a descriptor refers to, for the few system calls
+// without an *at or descriptor form (chmod, utimes on O_PATH, xattrs,
+// reopening). /proc/self/fd/N leads to the descriptor's own file, so the
+// path cannot be redirected.
+func fdPath(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
 
 // stat is fstatat without following a final symlink.
 func (l loc) stat(st *unix.Statx_t) error { return statx(l.fd, l.name, st) }
@@ -357,8 +350,7 @@ func (l loc) stat(st *unix.Statx_t) error { return statx(l.fd, l.name, st) }
 func (l loc) open(flags int, mode uint32) (int, error) {
 	flags |= unix.O_CLOEXEC
 	if l.self() {
-		p, _ := l.procPath()
-		return unix.Open(p, flags&^unix.O_CREAT, 0)
+		return unix.Open(fdPath(l.fd), flags&^unix.O_CREAT, 0)
 	}
 	return unix.Openat(l.fd, l.name, flags|unix.O_NOFOLLOW, mode)
 }

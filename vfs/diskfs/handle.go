@@ -97,7 +97,7 @@ func (h *fileHandle) SetAttr(ctx context.Context, s vfs.SetAttr) (vfs.Attr, erro
 		s.Valid &^= vfs.SetSize
 	}
 	if s.Valid != 0 {
-		if err := setAttrAt(loc{fd: h.fd}, s); err != nil {
+		if err := setAttrFd(h.fd, s); err != nil {
 			return vfs.Attr{}, vfs.Error("setattr", "", errno(err))
 		}
 	}

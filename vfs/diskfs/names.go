@@ -166,7 +166,7 @@ func (n *node) Link(ctx context.Context, target vfs.Node, name string) (vfs.Node
 			// Linking through the descriptor's /proc link links the very
 			// file checked; a file with no names left fails with ENOENT,
 			// as linkat(2) does.
-			return unix.Linkat(unix.AT_FDCWD, selfPath(fd), n.fd.get(), name, unix.AT_SYMLINK_FOLLOW)
+			return unix.Linkat(unix.AT_FDCWD, fdPath(fd), n.fd.get(), name, unix.AT_SYMLINK_FOLLOW)
 		})
 	})
 	if err != nil {
@@ -178,23 +178,21 @@ func (n *node) Link(ctx context.Context, target vfs.Node, name string) (vfs.Node
 	return t, nil
 }
 
-// Extended attributes go through /proc/self/fd paths: the xattr calls have
-// no *at form. The l* variants refuse to follow a final symlink.
+// Extended attributes go through the /proc/self/fd path of a descriptor of
+// the node's own file (checked by withFd): the xattr calls have no *at
+// form. The path is the descriptor's magic link, so it is followed, to the
+// file itself and no further.
 
 func (n *node) GetXattr(_ context.Context, attr string) ([]byte, error) {
 	var val []byte
-	err := n.xattrDo(func(p string, follow bool) error {
-		get := unix.Lgetxattr
-		if follow {
-			get = unix.Getxattr
-		}
+	err := n.xattrDo(func(p string) error {
 		for {
-			size, err := get(p, attr, nil)
+			size, err := unix.Getxattr(p, attr, nil)
 			if err != nil {
 				return err
 			}
 			val = make([]byte, size)
-			got, err := get(p, attr, val)
+			got, err := unix.Getxattr(p, attr, val)
 			if err != syscall.ERANGE {
 				val = val[:max(got, 0)]
 				return err
@@ -208,12 +206,7 @@ func (n *node) GetXattr(_ context.Context, attr string) ([]byte, error) {
 }
 
 func (n *node) SetXattr(_ context.Context, attr string, value []byte, flags int) error {
-	err := n.xattrDo(func(p string, follow bool) error {
-		if follow {
-			return unix.Setxattr(p, attr, value, flags)
-		}
-		return unix.Lsetxattr(p, attr, value, flags)
-	})
+	err := n.xattrDo(func(p string) error { return unix.Setxattr(p, attr, value, flags) })
 	if err != nil {
 		return vfs.Error("setxattr", attr, errno(err))
 	}
@@ -222,18 +215,14 @@ func (n *node) SetXattr(_ context.Context, attr string, value []byte, flags int)
 
 func (n *node) ListXattr(context.Context) ([]string, error) {
 	var names []string
-	err := n.xattrDo(func(p string, follow bool) error {
-		list := unix.Llistxattr
-		if follow {
-			list = unix.Listxattr
-		}
+	err := n.xattrDo(func(p string) error {
 		for {
-			size, err := list(p, nil)
+			size, err := unix.Listxattr(p, nil)
 			if err != nil {
 				return err
 			}
 			buf := make([]byte, size)
-			got, err := list(p, buf)
+			got, err := unix.Listxattr(p, buf)
 			if err == syscall.ERANGE {
 				continue
 			}
@@ -248,22 +237,15 @@ func (n *node) ListXattr(context.Context) ([]string, error) {
 }
 
 func (n *node) RemoveXattr(_ context.Context, attr string) error {
-	err := n.xattrDo(func(p string, follow bool) error {
-		if follow {
-			return unix.Removexattr(p, attr)
-		}
-		return unix.Lremovexattr(p, attr)
-	})
+	err := n.xattrDo(func(p string) error { return unix.Removexattr(p, attr) })
 	if err != nil {
 		return vfs.Error("removexattr", attr, errno(err))
 	}
 	return nil
 }
 
-// xattrDo runs fn on a /proc path of the node's own file (checked by
-// withFd); the path is the descriptor's magic link, so it is followed.
-func (n *node) xattrDo(fn func(p string, follow bool) error) error {
-	return n.withFd(func(fd int) error { return fn(selfPath(fd), true) })
+func (n *node) xattrDo(fn func(p string) error) error {
+	return n.withFd(func(fd int) error { return fn(fdPath(fd)) })
 }
 
 func splitNul(b []byte) []string {

@@ -109,17 +109,17 @@ func toAttr(st *unix.Statx_t) vfs.Attr {
 }
 
 func (n *node) SetAttr(ctx context.Context, s vfs.SetAttr) (vfs.Attr, error) {
-	err := n.withFd(func(fd int) error { return setAttrAt(loc{owner: n, fd: fd}, s) })
-	if err != nil {
+	if err := n.withFd(func(fd int) error { return setAttrFd(fd, s) }); err != nil {
 		return vfs.Attr{}, vfs.Error("setattr", "", errno(err))
 	}
 	return n.Attr(ctx)
 }
 
-// setAttrAt applies s to the file at l: chown, then chmod (so a chown
-// clearing set-id bits cannot undo a mode set in the same call), then size,
-// then times.
-func setAttrAt(l loc, s vfs.SetAttr) error {
+// setAttrFd applies s to the file that fd (O_PATH or open) refers to:
+// chown, then chmod (so a chown clearing set-ID bits cannot undo a mode set
+// in the same call), then size, then times. Only /proc/self/fd paths of fd
+// are used, so no name is resolved and no symlink followed.
+func setAttrFd(fd int, s vfs.SetAttr) error {
 	if s.Valid&(vfs.SetUid|vfs.SetGid) != 0 {
 		uid, gid := -1, -1
 		if s.Has(vfs.SetUid) {
@@ -128,37 +128,37 @@ func setAttrAt(l loc, s vfs.SetAttr) error {
 		if s.Has(vfs.SetGid) {
 			gid = int(s.Gid)
 		}
-		if err := chownAt(l, uid, gid); err != nil {
+		if err := unix.Fchownat(fd, "", uid, gid, unix.AT_EMPTY_PATH); err != nil {
 			return err
 		}
 	}
 	if s.Has(vfs.SetMode) {
-		if err := chmodAt(l, s.Mode); err != nil {
+		if err := unix.Chmod(fdPath(fd), s.Mode&0o7777); err != nil {
 			return err
 		}
 	}
 	if s.Has(vfs.SetSize) {
-		if err := truncateAt(l, s.Size); err != nil {
+		if err := truncateFd(fd, s.Size); err != nil {
 			return err
 		}
 	}
 	if ts, ok := utimes(s); ok {
-		if err := utimesAt(l, ts); err != nil {
+		if err := unix.UtimesNanoAt(unix.AT_FDCWD, fdPath(fd), ts, 0); err != nil {
 			return err
 		}
 	}
 	if s.Has(vfs.SetClearSetID) {
-		return clearSetIDAt(l)
+		return clearSetID(fd)
 	}
 	return nil
 }
 
-// clearSetIDAt drops the set-ID bits a write by an unprivileged caller
+// clearSetID drops the set-ID bits a write by an unprivileged caller
 // drops (see vfs.SetClearSetID). The daemon, as root, is exempt from the
 // kernel doing it on its own writes, so it does it for its callers.
-func clearSetIDAt(l loc) error {
+func clearSetID(fd int) error {
 	var st unix.Statx_t
-	if err := l.stat(&st); err != nil {
+	if err := fstatx(fd, &st); err != nil {
 		return err
 	}
 	mode := uint32(st.Mode) & 0o7777
@@ -169,42 +169,18 @@ func clearSetIDAt(l loc) error {
 	if mode&drop == 0 || st.Mode&unix.S_IFMT == unix.S_IFDIR {
 		return nil
 	}
-	return chmodAt(l, mode&^drop)
+	return unix.Chmod(fdPath(fd), mode&^drop)
 }
 
-func chownAt(l loc, uid, gid int) error {
-	if l.self() {
-		return unix.Fchownat(l.fd, "", uid, gid, unix.AT_EMPTY_PATH)
-	}
-	return unix.Fchownat(l.fd, l.name, uid, gid, unix.AT_SYMLINK_NOFOLLOW)
-}
-
-// chmodAt changes permission bits through an O_PATH descriptor of the file
-// itself: chmod(2) has no way to refuse a final symlink otherwise.
-func chmodAt(l loc, mode uint32) error {
-	fd, err := l.open(unix.O_PATH, 0)
+// truncateFd truncates through a writable descriptor of the same file,
+// since fd may be O_PATH.
+func truncateFd(fd int, size int64) error {
+	w, err := unix.Open(fdPath(fd), unix.O_WRONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
 	}
-	defer unix.Close(fd)
-	return unix.Chmod(selfPath(fd), mode&0o7777)
-}
-
-func truncateAt(l loc, size int64) error {
-	fd, err := l.open(unix.O_WRONLY|unix.O_NONBLOCK, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	return unix.Ftruncate(fd, size)
-}
-
-func utimesAt(l loc, ts []unix.Timespec) error {
-	if l.self() {
-		p, _ := l.procPath()
-		return unix.UtimesNanoAt(unix.AT_FDCWD, p, ts, 0)
-	}
-	return unix.UtimesNanoAt(l.fd, l.name, ts, unix.AT_SYMLINK_NOFOLLOW)
+	defer unix.Close(w)
+	return unix.Ftruncate(w, size)
 }
 
 // utimes converts the time fields of s to utimensat's form.
@@ -225,12 +201,6 @@ func utimes(s vfs.SetAttr) ([]unix.Timespec, bool) {
 		pick(vfs.SetAtime, vfs.SetAtimeNow, s.Atime),
 		pick(vfs.SetMtime, vfs.SetMtimeNow, s.Mtime),
 	}, true
-}
-
-func selfPath(fd int) string {
-	l := loc{fd: fd}
-	p, _ := l.procPath()
-	return p
 }
 
 // dirOp checks that n is a directory and name a valid child name.
@@ -280,8 +250,7 @@ func (n *node) Open(ctx context.Context, flags int) (vfs.Handle, error) {
 		if flags&(os.O_WRONLY|os.O_RDWR|os.O_TRUNC) != 0 {
 			return nil, vfs.Error("open", "", syscall.EISDIR)
 		}
-		p, _ := loc{fd: n.fd.get()}.procPath()
-		fd, err := unix.Open(p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		fd, err := unix.Open(fdPath(n.fd.get()), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		runtime.KeepAlive(n)
 		if err != nil {
 			return nil, vfs.Error("open", "", errno(err))
