@@ -62,19 +62,19 @@ func (n *node) Lookup(ctx context.Context, name string) (vfs.Node, error) {
 	if n.t.mountAt(p) != nil {
 		return n.t.nodeAt(p), nil
 	}
+	err := vfs.Error("lookup", p, syscall.ENOENT)
 	if !n.virtual() {
-		inner, err := n.inner.Lookup(ctx, name)
-		if err == nil {
+		var inner vfs.Node
+		if inner, err = n.inner.Lookup(ctx, name); err == nil {
 			return n.child(name, inner), nil
 		}
-		if vfs.Errno(err) != syscall.ENOENT || !n.t.busy(p) {
-			return nil, err
-		}
 	}
-	if n.t.busy(p) {
+	// A name on the way to a mount point exists even where the backend
+	// has no such entry.
+	if vfs.Errno(err) == syscall.ENOENT && n.t.busy(p) {
 		return n.t.nodeAt(p), nil
 	}
-	return nil, vfs.Error("lookup", p, syscall.ENOENT)
+	return nil, err
 }
 
 func (n *node) Open(ctx context.Context, flags int) (vfs.Handle, error) {
