@@ -197,3 +197,27 @@ func (BytesHandle) WriteAt(context.Context, []byte, int64) (int, error) {
 
 // Close does nothing.
 func (BytesHandle) Close() error { return nil }
+
+// DotEntries is how many entries ReadDirDots lists before a directory's own.
+const DotEntries = 2
+
+// ReadDirDots reads a listing as clients of an edge expect it: "." and ".."
+// first, then dr's entries, with offsets shifted to make room for the two.
+// The dots' inode numbers are left 0 for the edge to fill in. The returned
+// slice is the caller's to keep.
+func ReadDirDots(ctx context.Context, dr DirReader, off uint64) ([]DirEntry, error) {
+	dots := []DirEntry{
+		{Name: ".", Type: syscall.S_IFDIR, Next: 1},
+		{Name: "..", Type: syscall.S_IFDIR, Next: DotEntries},
+	}
+	if off < DotEntries {
+		return dots[off:], nil
+	}
+	entries, err := dr.ReadDir(ctx, UnshiftDirOffset(off, DotEntries))
+	out := make([]DirEntry, len(entries))
+	for i, e := range entries {
+		e.Next = ShiftDirOffset(e.Next, DotEntries)
+		out[i] = e
+	}
+	return out, err
+}

@@ -161,19 +161,9 @@ var (
 	_ gofs.FileFsyncdirer   = (*dirStream)(nil)
 )
 
-const dotEntries = 2
-
 func (d *dirStream) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
-	switch d.pos {
-	case 0:
-		d.pos = 1
-		return &fuse.DirEntry{Name: ".", Mode: syscall.S_IFDIR, Off: 1}, 0
-	case 1:
-		d.pos = dotEntries
-		return &fuse.DirEntry{Name: "..", Mode: syscall.S_IFDIR, Off: dotEntries}, 0
-	}
 	if len(d.buf) == 0 {
-		entries, err := d.dr.ReadDir(reqCtx(ctx), vfs.UnshiftDirOffset(d.pos, dotEntries))
+		entries, err := vfs.ReadDirDots(reqCtx(ctx), d.dr, d.pos)
 		if err != nil {
 			return nil, d.srv.toErrno("readdir", err)
 		}
@@ -184,7 +174,7 @@ func (d *dirStream) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Err
 	}
 	e := d.buf[0]
 	d.buf = d.buf[1:]
-	d.pos = vfs.ShiftDirOffset(e.Next, dotEntries)
+	d.pos = e.Next
 	return &fuse.DirEntry{Name: e.Name, Ino: e.Ino, Mode: e.Type, Off: d.pos}, 0
 }
 

@@ -1,0 +1,185 @@
+package ninep
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/gsvfs/gsvfs/vfs"
+)
+
+// place is where a fid stands in the tree: its node, and the directory and
+// name it was reached by, which Trename and Tremove need and which ".."
+// walks back along. The attach root has no parent.
+type place struct {
+	node   vfs.Node
+	parent *place
+	name   string
+}
+
+// fid is a client's handle on a place, and once opened on a vfs.Handle.
+// A fid is shared by the requests that name it; refs counts them plus the
+// fid table's own reference, and the last release closes what it holds.
+type fid struct {
+	at  atomic.Pointer[place] // swapped by Trename; the node never changes
+	uid uint32                // the attaching user; new files are theirs
+
+	mu     sync.Mutex // guards the open state below
+	handle vfs.Handle
+	flags  int
+	xattr  *xattrState // non-nil for Txattrwalk/Txattrcreate fids
+	dir    dirCursor   // listing state of an open directory
+
+	refs int // guarded by conn.mu
+}
+
+// xattrState is a fid turned into an extended attribute: a value to read
+// (Txattrwalk) or one being written, set at clunk (Txattrcreate).
+type xattrState struct {
+	name    string
+	value   []byte
+	size    uint64 // declared size of a value being written
+	flags   int
+	writing bool
+}
+
+func newFid(p *place, uid uint32) *fid {
+	f := &fid{uid: uid}
+	f.at.Store(p)
+	return f
+}
+
+// node is the file the fid stands on.
+func (f *fid) node() vfs.Node { return f.at.Load().node }
+
+func (f *fid) opened() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.handle != nil || f.xattr != nil
+}
+
+// getFid takes a reference on fid n, or fails with EBADF.
+func (c *conn) getFid(n uint32) (*fid, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f := c.fids[n]
+	if f == nil {
+		return nil, vfs.Error("fid", "", syscall.EBADF)
+	}
+	f.refs++
+	return f, nil
+}
+
+// putFid drops a reference taken by getFid.
+func (c *conn) putFid(f *fid) {
+	c.mu.Lock()
+	f.refs--
+	last := f.refs == 0
+	c.mu.Unlock()
+	if last {
+		c.release(f)
+	}
+}
+
+// addFid installs a new fid at n. n must be unused.
+func (c *conn) addFid(n uint32, f *fid) error {
+	if n == NoFid {
+		return vfs.Error("fid", "", syscall.EBADF)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.fids[n] != nil {
+		return vfs.Error("fid", "", syscall.EBADF)
+	}
+	f.refs++
+	c.fids[n] = f
+	if fg, ok := f.node().(vfs.Forgetter); ok {
+		c.nodeRefs[fg]++
+	}
+	return nil
+}
+
+// replaceFid points n at f instead of what it held (a walk onto itself).
+func (c *conn) replaceFid(n uint32, f *fid) {
+	c.mu.Lock()
+	old := c.fids[n]
+	delete(c.fids, n)
+	c.mu.Unlock()
+	if old != nil {
+		c.putFid(old)
+	}
+	_ = c.addFid(n, f)
+}
+
+// clunkFid removes fid n from the table; what it holds is released once
+// requests using it finish.
+func (c *conn) clunkFid(n uint32) (*fid, error) {
+	c.mu.Lock()
+	f := c.fids[n]
+	delete(c.fids, n)
+	c.mu.Unlock()
+	if f == nil {
+		return nil, vfs.Error("clunk", "", syscall.EBADF)
+	}
+	return f, nil
+}
+
+// release closes what a fid held and tells a forgettable node when the
+// connection no longer refers to it.
+func (c *conn) release(f *fid) {
+	f.mu.Lock()
+	h := f.handle
+	f.handle = nil
+	f.mu.Unlock()
+	if h != nil {
+		h.Close()
+	}
+	fg, ok := f.node().(vfs.Forgetter)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	c.nodeRefs[fg]--
+	gone := c.nodeRefs[fg] <= 0
+	if gone {
+		delete(c.nodeRefs, fg)
+	}
+	c.mu.Unlock()
+	if gone {
+		fg.Forget()
+	}
+}
+
+// dropFids clunks every fid (Tversion, connection end).
+func (c *conn) dropFids() {
+	c.mu.Lock()
+	fids := c.fids
+	c.fids = map[uint32]*fid{}
+	c.mu.Unlock()
+	for _, f := range fids {
+		c.putFid(f)
+	}
+}
+
+// walkOne steps from p to name; ".." goes back to the parent, and stays
+// at the attach root.
+func walkOne(ctx context.Context, p *place, name string) (*place, error) {
+	switch name {
+	case "..":
+		if p.parent == nil {
+			return p, nil
+		}
+		return p.parent, nil
+	case ".":
+		return p, nil
+	}
+	if err := vfs.CheckName("walk", name); err != nil {
+		return nil, err
+	}
+	n, err := p.node.Lookup(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return &place{node: n, parent: p, name: name}, nil
+}

@@ -1,0 +1,280 @@
+package ninep
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"os"
+	"syscall"
+
+	"github.com/gsvfs/gsvfs/vfs"
+)
+
+// openFlagMask keeps the open flags a client may pass on; creation flags
+// belong to Tlcreate and the rest mean nothing to a backend.
+const openFlagMask = os.O_RDONLY | os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_TRUNC |
+	os.O_SYNC | syscall.O_DSYNC | syscall.O_NONBLOCK | syscall.O_DIRECTORY | syscall.O_NOATIME
+
+// iounit is the most data one Tread or Twrite carries at msize.
+func (c *conn) iounit() uint32 { return c.msize - ioHeaderSize }
+
+// setOpen makes f an open fid holding h, unless it already is one.
+func (f *fid) setOpen(h vfs.Handle, flags int) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.handle != nil || f.xattr != nil {
+		return vfs.Error("open", "", syscall.EBADF)
+	}
+	f.handle, f.flags = h, flags
+	return nil
+}
+
+// openHandle returns f's handle, or EBADF when f is not open.
+func (f *fid) openHandle() (vfs.Handle, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.handle == nil {
+		return nil, vfs.Error("io", "", syscall.EBADF)
+	}
+	return f.handle, nil
+}
+
+func (c *conn) lopen(ctx context.Context, m *Tlopen) (Message, error) {
+	return withFid(c, m.Fid, func(f *fid) (Message, error) {
+		if f.opened() {
+			return nil, vfs.Error("open", "", syscall.EBADF)
+		}
+		a, err := f.node().Attr(ctx)
+		if err != nil {
+			return nil, err
+		}
+		flags := int(m.Flags) & openFlagMask
+		h, err := f.node().Open(ctx, flags)
+		if err != nil {
+			return nil, err
+		}
+		if err := f.setOpen(h, flags); err != nil {
+			h.Close()
+			return nil, err
+		}
+		return &Rlopen{QID: attrQID(a), Iounit: c.iounit()}, nil
+	})
+}
+
+func (c *conn) lcreate(ctx context.Context, m *Tlcreate) (Message, error) {
+	return withFid(c, m.Fid, func(f *fid) (Message, error) {
+		if f.opened() {
+			return nil, vfs.Error("create", m.Name, syscall.EBADF)
+		}
+		if err := vfs.CheckName("create", m.Name); err != nil {
+			return nil, err
+		}
+		flags := int(m.Flags)&(openFlagMask|os.O_EXCL) | os.O_CREATE
+		dir := f.at.Load()
+		n, h, err := dir.node.Create(callerCtx(ctx, f, m.Gid), m.Name, flags, m.Mode&0o7777)
+		if err != nil {
+			return nil, err
+		}
+		a, err := n.Attr(ctx)
+		if err != nil {
+			h.Close()
+			return nil, err
+		}
+		// The fid now stands on the new file, open: the protocol's
+		// definition of Tlcreate.
+		nf := newFid(&place{node: n, parent: dir, name: m.Name}, f.uid)
+		nf.handle, nf.flags = h, flags
+		c.replaceFid(m.Fid, nf)
+		return &Rlcreate{Rlopen{QID: attrQID(a), Iounit: c.iounit()}}, nil
+	})
+}
+
+// readReply is an Rread built in place: the handle reads straight into
+// the frame that goes on the wire.
+type readReply struct {
+	bp *[]byte
+	n  int
+}
+
+// rreadHeader is size[4] type[1] tag[2] count[4].
+const rreadHeader = headerSize + 4
+
+func (*readReply) msgType() uint8  { return msgRread }
+func (*readReply) encode(*encoder) { panic("ninep: readReply is written with frame") }
+func (*readReply) decode(*decoder) { panic("ninep: readReply is never decoded") }
+func (r *readReply) release()      { putBuf(r.bp) }
+func (r *readReply) data() []byte  { return (*r.bp)[rreadHeader:] }
+func (r *readReply) frame(tag uint16) []byte {
+	b := (*r.bp)[:rreadHeader+r.n]
+	binary.LittleEndian.PutUint32(b, uint32(len(b)))
+	b[4] = msgRread
+	binary.LittleEndian.PutUint16(b[5:], tag)
+	binary.LittleEndian.PutUint32(b[7:], uint32(r.n))
+	return b
+}
+
+func (c *conn) read(ctx context.Context, m *Tread) (Message, error) {
+	return withFid(c, m.Fid, func(f *fid) (Message, error) {
+		if x := f.xattrValue(); x != nil {
+			return &Rread{Data: sliceAt(x, m.Offset, m.Count)}, nil
+		}
+		h, err := f.openHandle()
+		if err != nil {
+			return nil, err
+		}
+		if _, isDir := h.(vfs.DirReader); isDir {
+			return nil, vfs.Error("read", "", syscall.EISDIR)
+		}
+		if m.Offset > 1<<63-1 {
+			return nil, vfs.Error("read", "", syscall.EINVAL)
+		}
+		count := min(m.Count, c.iounit())
+		rr := &readReply{bp: getBuf(rreadHeader + int(count))}
+		n, err := h.ReadAt(ctx, rr.data(), int64(m.Offset))
+		if err != nil && !errors.Is(err, io.EOF) && n == 0 {
+			rr.release()
+			return nil, err
+		}
+		rr.n = n
+		return rr, nil
+	})
+}
+
+func sliceAt(b []byte, off uint64, count uint32) []byte {
+	if off >= uint64(len(b)) {
+		return nil
+	}
+	b = b[off:]
+	return b[:min(uint64(len(b)), uint64(count))]
+}
+
+func (c *conn) writeReq(ctx context.Context, m *Twrite) (Message, error) {
+	return withFid(c, m.Fid, func(f *fid) (Message, error) {
+		if ok, err := f.xattrAppend(m.Offset, m.Data); ok {
+			if err != nil {
+				return nil, err
+			}
+			return &Rwrite{Count: uint32(len(m.Data))}, nil
+		}
+		h, err := f.openHandle()
+		if err != nil {
+			return nil, err
+		}
+		if m.Offset > 1<<63-1 {
+			return nil, vfs.Error("write", "", syscall.EFBIG)
+		}
+		n, err := h.WriteAt(ctx, m.Data, int64(m.Offset))
+		if err != nil && n == 0 {
+			return nil, err
+		}
+		return &Rwrite{Count: uint32(n)}, nil
+	})
+}
+
+func (c *conn) fsync(ctx context.Context, m *Tfsync) (Message, error) {
+	return withFid(c, m.Fid, func(f *fid) (Message, error) {
+		h, err := f.openHandle()
+		if err != nil {
+			return nil, err
+		}
+		if s, ok := h.(vfs.Syncer); ok {
+			if err := s.Sync(ctx); err != nil {
+				return nil, err
+			}
+		}
+		return &Rfsync{}, nil
+	})
+}
+
+// dirCursor keeps the entries of a directory batch the last Rreaddir had
+// no room for, so a listing resumed where it stopped costs no new read.
+type dirCursor struct {
+	pending []vfs.DirEntry
+	at      uint64 // the offset pending starts at
+}
+
+func (c *conn) readdir(ctx context.Context, m *Treaddir) (Message, error) {
+	return withFid(c, m.Fid, func(f *fid) (Message, error) {
+		h, err := f.openHandle()
+		if err != nil {
+			return nil, err
+		}
+		dr, ok := h.(vfs.DirReader)
+		if !ok {
+			return nil, vfs.Error("readdir", "", syscall.ENOTDIR)
+		}
+		limit := int(min(m.Count, c.msize-rreadHeader))
+		f.mu.Lock() // one listing step at a time per fid
+		defer f.mu.Unlock()
+		entries, err := f.dir.next(ctx, dr, m.Offset)
+		if err != nil {
+			return nil, err
+		}
+		var buf []byte
+		for i, e := range entries {
+			if len(buf)+direntSize(e.Name) > limit {
+				if i == 0 {
+					return nil, vfs.Error("readdir", "", syscall.EINVAL) // no room for one
+				}
+				f.dir.pending, f.dir.at = entries[i:], entries[i-1].Next
+				break
+			}
+			if e.Ino == 0 {
+				e.Ino = f.dotIno(ctx, e.Name)
+			}
+			buf = AppendDirent(buf, Dirent{
+				QID: QID{Type: direntQIDType(e.Type), Path: e.Ino}, Offset: e.Next,
+				Type: uint8(e.Type >> 12), Name: e.Name,
+			})
+		}
+		return &Rreaddir{Data: buf}, nil
+	})
+}
+
+// next returns the entries from off, from what the last step left over
+// when it resumes there.
+func (d *dirCursor) next(ctx context.Context, dr vfs.DirReader, off uint64) ([]vfs.DirEntry, error) {
+	if len(d.pending) > 0 && d.at == off {
+		p := d.pending
+		d.pending = nil
+		return p, nil
+	}
+	d.pending = nil
+	return vfs.ReadDirDots(ctx, dr, off)
+}
+
+// dotIno fills in the inode number of "." and "..".
+func (f *fid) dotIno(ctx context.Context, name string) uint64 {
+	p := f.at.Load()
+	if name == ".." && p.parent != nil {
+		p = p.parent
+	}
+	if a, err := p.node.Attr(ctx); err == nil {
+		return a.Ino
+	}
+	return 0
+}
+
+func direntQIDType(t uint32) uint8 {
+	switch t {
+	case syscall.S_IFDIR:
+		return QTDir
+	case syscall.S_IFLNK:
+		return QTSymlink
+	}
+	return QTFile
+}
+
+func (c *conn) clunk(ctx context.Context, m *Tclunk) (Message, error) {
+	f, err := c.clunkFid(m.Fid)
+	if err != nil {
+		return nil, err
+	}
+	err = f.commitXattr(ctx)
+	c.putFid(f)
+	if err != nil {
+		return nil, err
+	}
+	return &Rclunk{}, nil
+}

@@ -1,0 +1,418 @@
+package ninep
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/gsvfs/gsvfs/vfs"
+)
+
+// DefaultMaxMsize is the largest message size the server agrees to unless
+// ServerOptions says otherwise: four times the Linux trans=fd maximum, so
+// Go clients can move larger blocks.
+const DefaultMaxMsize = 4 << 20
+
+// minMsize is the smallest msize worth speaking: room for a walk of
+// MaxWalk long names is not required, but a getattr reply is.
+const minMsize = 4096
+
+// maxInflight bounds the requests one connection may have running. The
+// reader stops taking frames while it is reached, which pushes back on
+// the client instead of growing memory.
+const maxInflight = 256
+
+// ServerOptions configures a Server.
+type ServerOptions struct {
+	// MaxMsize caps the negotiated message size (DefaultMaxMsize if 0).
+	MaxMsize uint32
+	// Log receives connection errors and recovered panics (slog.Default if nil).
+	Log *slog.Logger
+}
+
+// Server exports a vfs tree over 9P2000.L.
+type Server struct {
+	root  vfs.Node
+	opts  ServerOptions
+	log   *slog.Logger
+	locks *lockTable
+
+	mu        sync.Mutex
+	listeners map[net.Listener]struct{}
+	conns     map[*conn]struct{}
+	closed    bool
+	wg        sync.WaitGroup // connections being served
+}
+
+// NewServer returns a server exporting root. Tattach's aname selects a
+// directory below root ("" and "/" are root itself).
+func NewServer(root vfs.Node, opts ServerOptions) *Server {
+	if opts.MaxMsize == 0 {
+		opts.MaxMsize = DefaultMaxMsize
+	}
+	opts.MaxMsize = max(opts.MaxMsize, minMsize)
+	log := opts.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Server{
+		root: root, opts: opts, log: log, locks: newLockTable(),
+		listeners: map[net.Listener]struct{}{},
+		conns:     map[*conn]struct{}{},
+	}
+}
+
+// ErrServerClosed is returned by Serve after Close.
+var ErrServerClosed = errors.New("9p: server closed")
+
+// Serve accepts connections on l until Close, serving each in its own
+// goroutine. The server owns l and closes it.
+func (s *Server) Serve(l net.Listener) error {
+	if !s.track(l) {
+		l.Close()
+		return ErrServerClosed
+	}
+	defer s.untrack(l)
+	var delay time.Duration
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			if s.isClosed() {
+				return ErrServerClosed
+			}
+			if ne, ok := err.(net.Error); ok && ne.Timeout() || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+				// Out of descriptors: wait for some to come back rather
+				// than spin or give up on every client.
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				s.log.Warn("9p accept", "err", err, "retry", delay)
+				time.Sleep(delay)
+				continue
+			}
+			return err
+		}
+		delay = 0
+		s.ServeConn(c)
+	}
+}
+
+// ServeConn serves one established connection in the background. The
+// server owns c and closes it when the peer leaves or the server closes.
+func (s *Server) ServeConn(c net.Conn) {
+	cn := newConn(s, c)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		c.Close()
+		return
+	}
+	s.conns[cn] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		cn.serve()
+		s.mu.Lock()
+		delete(s.conns, cn)
+		s.mu.Unlock()
+	}()
+}
+
+// Close stops accepting, closes every connection (cancelling the requests
+// they have running) and waits until their handlers have returned or ctx
+// ends.
+func (s *Server) Close(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	for l := range s.listeners {
+		l.Close()
+	}
+	for c := range s.conns {
+		c.shutdown()
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *Server) track(l net.Listener) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.listeners[l] = struct{}{}
+	return true
+}
+
+func (s *Server) untrack(l net.Listener) {
+	s.mu.Lock()
+	delete(s.listeners, l)
+	s.mu.Unlock()
+}
+
+func (s *Server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// conn is one client connection: its fids, its requests in flight, and
+// the lock that keeps replies whole on the wire.
+type conn struct {
+	srv  *Server
+	nc   net.Conn
+	peer peerIdentity
+
+	ctx    context.Context // cancelled when the connection ends
+	cancel context.CancelFunc
+
+	wmu   sync.Mutex // serialises replies
+	msize uint32     // set by Tversion before any other request runs
+
+	mu       sync.Mutex
+	fids     map[uint32]*fid
+	inflight map[uint16]*request
+	nodeRefs map[vfs.Forgetter]int // fids per forgettable node
+	slots    chan struct{}
+	handlers sync.WaitGroup
+}
+
+// request is one T-message being handled.
+type request struct {
+	tag    uint16
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &conn{
+		srv: s, nc: nc, peer: identify(nc), ctx: ctx, cancel: cancel,
+		msize:    s.opts.MaxMsize,
+		fids:     map[uint32]*fid{},
+		inflight: map[uint16]*request{},
+		nodeRefs: map[vfs.Forgetter]int{},
+		slots:    make(chan struct{}, maxInflight),
+	}
+}
+
+// shutdown ends the connection from the server's side.
+func (c *conn) shutdown() {
+	c.cancel()
+	c.nc.Close()
+}
+
+// serve reads frames until the peer leaves or sends something malformed,
+// then cancels what is running, waits for it, and drops every fid and lock.
+func (c *conn) serve() {
+	defer c.finish()
+	if c.peer.err != nil {
+		c.srv.log.Warn("9p connection refused", "remote", c.nc.RemoteAddr(), "err", c.peer.err)
+		return
+	}
+	versioned := false
+	for {
+		bp, err := c.readFrame(versioned)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && c.ctx.Err() == nil {
+				c.srv.log.Warn("9p connection dropped", "err", err)
+			}
+			return
+		}
+		tag, m, err := decodeFrame(*bp)
+		if err != nil {
+			c.srv.log.Warn("9p connection dropped: malformed message", "type", (*bp)[4], "size", len(*bp))
+			putBuf(bp)
+			return
+		}
+		if !versioned {
+			if _, ok := m.(*Tversion); !ok {
+				putBuf(bp)
+				c.srv.log.Warn("9p connection dropped: first message is not Tversion")
+				return
+			}
+		}
+		if tv, ok := m.(*Tversion); ok {
+			c.version(tag, tv)
+			putBuf(bp)
+			versioned = c.msize != 0
+			continue
+		}
+		if !c.start(tag, m, bp) {
+			c.srv.log.Warn("9p connection dropped: tag reused while in flight", "tag", tag)
+			return
+		}
+	}
+}
+
+// readFrame reads one whole frame into a pooled buffer. Before Tversion
+// only a small frame is allowed; after it, msize bounds every frame.
+func (c *conn) readFrame(versioned bool) (*[]byte, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(c.nc, hdr[:]); err != nil {
+		return nil, err
+	}
+	size := binary.LittleEndian.Uint32(hdr[:])
+	limit := uint32(minMsize)
+	if versioned {
+		limit = c.msize
+	}
+	if size < headerSize || size > limit {
+		return nil, errMalformed
+	}
+	bp := getBuf(int(size))
+	copy(*bp, hdr[:])
+	if _, err := io.ReadFull(c.nc, (*bp)[4:]); err != nil {
+		putBuf(bp)
+		return nil, err
+	}
+	return bp, nil
+}
+
+// version negotiates msize and starts a fresh session: every fid of the
+// old one is dropped, as the protocol requires.
+func (c *conn) version(tag uint16, tv *Tversion) {
+	c.cancelAll()
+	c.dropFids()
+	rv := &Rversion{Tversion{Msize: min(tv.Msize, c.srv.opts.MaxMsize), Version: Version}}
+	if tv.Version != Version || rv.Msize < minMsize {
+		rv.Version = "unknown"
+		rv.Msize = c.srv.opts.MaxMsize
+		c.msize = 0
+	} else {
+		c.msize = rv.Msize
+	}
+	c.reply(tag, rv)
+}
+
+// start runs one request in its own goroutine. It reports false if tag is
+// already in flight, a protocol violation.
+func (c *conn) start(tag uint16, m Message, bp *[]byte) bool {
+	flush, isFlush := m.(*Tflush)
+	if !isFlush {
+		select { // backpressure; flushes never wait, so they can free slots
+		case c.slots <- struct{}{}:
+		case <-c.ctx.Done():
+			putBuf(bp)
+			return true
+		}
+	}
+	ctx, cancel := context.WithCancel(c.ctx)
+	r := &request{tag: tag, cancel: cancel, done: make(chan struct{})}
+	c.mu.Lock()
+	if _, busy := c.inflight[tag]; busy {
+		c.mu.Unlock()
+		cancel()
+		putBuf(bp)
+		return false
+	}
+	c.inflight[tag] = r
+	c.handlers.Add(1)
+	c.mu.Unlock()
+	go func() {
+		defer c.handlers.Done()
+		defer close(r.done)
+		defer cancel()
+		if isFlush {
+			c.flush(ctx, r, flush)
+			return
+		}
+		defer func() { <-c.slots }()
+		resp := c.handle(ctx, m)
+		putBuf(bp) // m may alias the frame until here
+		c.finishRequest(r, resp)
+	}()
+	return true
+}
+
+// finishRequest sends the reply and retires the tag, in that order, so a
+// Tflush waiting on this request answers after it.
+func (c *conn) finishRequest(r *request, resp Message) {
+	c.reply(r.tag, resp)
+	c.mu.Lock()
+	delete(c.inflight, r.tag)
+	c.mu.Unlock()
+}
+
+// flush cancels the request with the old tag and answers once that
+// request has replied, as Tflush requires.
+func (c *conn) flush(ctx context.Context, r *request, m *Tflush) {
+	c.mu.Lock()
+	old := c.inflight[m.OldTag]
+	c.mu.Unlock()
+	if old != nil && old != r {
+		old.cancel()
+		select {
+		case <-old.done:
+		case <-ctx.Done():
+		}
+	}
+	c.finishRequest(r, &Rflush{})
+}
+
+// handle runs one request, turning a panic into EIO so one bad call never
+// takes the daemon down.
+func (c *conn) handle(ctx context.Context, m Message) (resp Message) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.srv.log.Error("9p request panicked", "type", m.msgType(), "panic", p)
+			resp = errorReply(vfs.Error("9p", "", syscall.EIO))
+		}
+	}()
+	return c.dispatch(ctx, m)
+}
+
+// reply encodes m and writes it as one frame. A failed write ends the
+// connection; the reader notices.
+func (c *conn) reply(tag uint16, m Message) {
+	if rr, ok := m.(*readReply); ok {
+		c.write(rr.frame(tag))
+		rr.release()
+		return
+	}
+	bp := getBuf(0)
+	*bp = appendFrame((*bp)[:0], tag, m)
+	c.write(*bp)
+	putBuf(bp)
+}
+
+func (c *conn) write(frame []byte) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if _, err := c.nc.Write(frame); err != nil {
+		c.nc.Close()
+	}
+}
+
+func (c *conn) cancelAll() {
+	c.mu.Lock()
+	for _, r := range c.inflight {
+		r.cancel()
+	}
+	c.mu.Unlock()
+	c.handlers.Wait()
+}
+
+// finish tears the connection down: nothing it opened outlives it.
+func (c *conn) finish() {
+	c.shutdown()
+	c.cancelAll()
+	c.dropFids()
+	c.srv.locks.releaseConn(c)
+}
+
+func errorReply(err error) *Rlerror {
+	return &Rlerror{Ecode: uint32(vfs.Errno(err))}
+}
