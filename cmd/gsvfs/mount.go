@@ -25,6 +25,7 @@ const readyFdEnv = "GSVFS_READY_FD"
 
 type mountFlags struct {
 	root          string
+	server        string
 	foreground    bool
 	noPassthrough bool
 	debugFuse     bool
@@ -35,13 +36,18 @@ type mountFlags struct {
 func mountCommand() *cobra.Command {
 	var f mountFlags
 	cmd := &cobra.Command{
-		Use:   "mount [--root DIR] [--foreground] MOUNTPOINT",
+		Use:   "mount [--server unix:PATH | tcp:HOST:PORT] [--root DIR] [--foreground] MOUNTPOINT",
 		Short: "mount the tree with FUSE, serving it from a daemon in the background",
 		Long: `mount serves the state directory's tree at MOUNTPOINT with FUSE. It returns
 once the mount is ready and keeps serving in the background, like sshfs;
---foreground stays attached until the mount is unmounted or a signal comes.`,
+--foreground stays attached until the mount is unmounted or a signal comes.
+If a daemon already serves the state directory, the mount attaches to it
+over its 9P socket; --server mounts the tree of any gsvfs 9P server.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.root != "" && f.server != "" {
+				return errors.New("--root and --server exclude each other: a server has its own state directory")
+			}
 			if f.root == "" {
 				f.root = defaultRoot()
 			}
@@ -53,6 +59,7 @@ once the mount is ready and keeps serving in the background, like sshfs;
 		},
 	}
 	cmd.Flags().StringVar(&f.root, "root", "", "state directory (default $XDG_DATA_HOME/gsvfs, /var/lib/gsvfs for root)")
+	cmd.Flags().StringVar(&f.server, "server", "", "mount the tree of the 9P server at unix:PATH or tcp:HOST:PORT")
 	cmd.Flags().BoolVar(&f.foreground, "foreground", false, "stay attached and log to stderr")
 	cmd.Flags().BoolVar(&f.noPassthrough, "no-passthrough", false, "move file data through the daemon even where the kernel offers passthrough")
 	cmd.Flags().BoolVar(&f.debugFuse, "debug-fuse", false, "log every FUSE request")
@@ -82,10 +89,6 @@ func serveMount(stdout io.Writer, f mountFlags, mountpoint string) (err error) {
 			report(err)
 		}
 	}()
-	root, err := prepareRoot(f.root)
-	if err != nil {
-		return err
-	}
 	if mountpoint, err = filepath.Abs(mountpoint); err != nil {
 		return err
 	}
@@ -99,15 +102,16 @@ func serveMount(stdout io.Writer, f mountFlags, mountpoint string) (err error) {
 		}
 		defer stop()
 	}
-	tree, err := buildTree(root)
+	src, err := openSource(f)
 	if err != nil {
 		return err
 	}
+	defer src.close()
 	// Clients send the mode they want with their own umask applied; the
 	// daemon's must not apply a second time.
 	syscall.Umask(0)
 	raiseFileLimit()
-	m, err := fusefs.New(mountpoint, tree, fusefs.Options{
+	m, err := fusefs.New(mountpoint, src.tree, fusefs.Options{
 		AllowOther:    os.Geteuid() == 0,
 		NoPassthrough: f.noPassthrough,
 		Debug:         f.debugFuse,
@@ -116,29 +120,38 @@ func serveMount(stdout io.Writer, f mountFlags, mountpoint string) (err error) {
 	if err != nil {
 		return err
 	}
-	slog.Info("serving", "root", root, "mountpoint", mountpoint, "pid", os.Getpid())
-	fmt.Fprintf(stdout, "gsvfs: serving %s at %s (pid %d)\n", root, mountpoint, os.Getpid())
+	slog.Info("serving", "tree", src.name, "mountpoint", mountpoint, "pid", os.Getpid())
+	fmt.Fprintf(stdout, "gsvfs: serving %s at %s (pid %d)\n", src.name, mountpoint, os.Getpid())
 	report(nil)
-	waitUnmount(m, sigs)
+	waitUnmount(m, sigs, src.gone)
 	return nil
 }
 
 // waitUnmount serves until the mount is gone; SIGINT, SIGTERM or SIGHUP
 // (on sigs) unmounts first, lazily if files are still open so the daemon
 // can always exit.
-func waitUnmount(m *fusefs.Mount, sigs <-chan os.Signal) {
+func waitUnmount(m *fusefs.Mount, sigs <-chan os.Signal, gone <-chan struct{}) {
 	done := make(chan struct{})
 	go func() { m.Wait(); close(done) }()
 	select {
 	case <-done:
 		slog.Info("mount gone; exiting", "mountpoint", m.Dir)
+	case <-gone:
+		slog.Error("lost the 9P server; unmounting", "mountpoint", m.Dir)
+		unmountOrDetach(m)
 	case sig := <-sigs:
 		slog.Info("unmounting", "signal", sig.String(), "mountpoint", m.Dir)
-		if err := m.Unmount(); err != nil {
-			slog.Warn("unmount failed; detaching lazily", "err", err)
-			if err := fusefs.Detach(m.Dir); err != nil {
-				slog.Error("detach failed", "err", err)
-			}
+		unmountOrDetach(m)
+	}
+}
+
+// unmountOrDetach unmounts, lazily if files are still open, so the daemon
+// can always exit.
+func unmountOrDetach(m *fusefs.Mount) {
+	if err := m.Unmount(); err != nil {
+		slog.Warn("unmount failed; detaching lazily", "err", err)
+		if err := fusefs.Detach(m.Dir); err != nil {
+			slog.Error("detach failed", "err", err)
 		}
 	}
 }
@@ -215,14 +228,23 @@ func startDaemon(stdout io.Writer, f mountFlags, mountpoint string) error {
 	}
 	pid := child.Process.Pid
 	child.Process.Release()
-	_, err = fmt.Fprintf(stdout, "gsvfs: serving %s at %s (pid %d, log %s)\n", abs, mp, pid, logPath)
+	name := abs
+	if f.server != "" {
+		name = f.server
+	}
+	_, err = fmt.Fprintf(stdout, "gsvfs: serving %s at %s (pid %d, log %s)\n", name, mp, pid, logPath)
 	return err
 }
 
 // daemonArgs is the command line of the background daemon: this one's
 // mount with the flags the daemon needs.
 func daemonArgs(f mountFlags, root, mountpoint string) []string {
-	args := []string{"--log-level", f.logLevel, "mount", "--root", root}
+	args := []string{"--log-level", f.logLevel, "mount"}
+	if f.server != "" {
+		args = append(args, "--server", f.server)
+	} else {
+		args = append(args, "--root", root)
+	}
 	if f.noPassthrough {
 		args = append(args, "--no-passthrough")
 	}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/gsvfs/gsvfs/vfs"
+	"github.com/gsvfs/gsvfs/vfs/ninep"
+)
+
+// socketName is the daemon's 9P socket inside the state directory: a
+// second `gsvfs mount` of the same state directory attaches there.
+const socketName = "gsvfs.sock"
+
+func defaultSocket(root string) ninep.Address {
+	return ninep.Address{Network: "unix", Addr: filepath.Join(root, socketName)}
+}
+
+// startNinep serves tree on every address and returns where it listens.
+func startNinep(tree vfs.Node, addrs []ninep.Address) (*ninep.Server, []string, error) {
+	srv := ninep.NewServer(tree, ninep.ServerOptions{Log: slog.Default()})
+	var where []string
+	for _, a := range addrs {
+		l, err := ninep.Listen(a)
+		if err != nil {
+			stopNinep(srv)
+			return nil, nil, fmt.Errorf("listen on %s: %w", a, err)
+		}
+		where = append(where, a.String())
+		go func() {
+			if err := srv.Serve(l); err != nil && !errors.Is(err, ninep.ErrServerClosed) {
+				slog.Error("9p listener failed", "addr", a.String(), "err", err)
+			}
+		}()
+	}
+	return srv, where, nil
+}
+
+// dialTree connects to a gsvfs server and attaches to its whole tree as
+// the user running this command.
+func dialTree(a ninep.Address) (*ninep.Client, vfs.Node, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := ninep.Dial(ctx, a, ninep.ClientOptions{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect to %s: %w", a, err)
+	}
+	uname := strconv.Itoa(os.Getuid())
+	if u, err := user.Current(); err == nil {
+		uname = u.Username
+	}
+	root, err := c.Attach(ctx, uname, "", uint32(os.Getuid()))
+	if err != nil {
+		c.Close()
+		return nil, nil, fmt.Errorf("attach to %s: %w", a, err)
+	}
+	return c, root, nil
+}
+
+// serverAnswers reports whether a server is listening at a.
+func serverAnswers(a ninep.Address) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	c, err := ninep.Dial(ctx, a, ninep.ClientOptions{})
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gsvfs/gsvfs/vfs/ninep"
+)
+
+type serveFlags struct {
+	root        string
+	listen      []string
+	insecureTCP bool
+}
+
+func serveCommand() *cobra.Command {
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   "serve [--root DIR] [--listen unix:PATH | tcp:HOST:PORT ...]",
+		Short: "serve the tree over 9P2000.L",
+		Long: `serve exports the state directory's tree over 9P2000.L until SIGINT or
+SIGTERM. The default listener is the unix socket gsvfs.sock in the state
+directory, which admits only its owner and root. TCP listens on loopback
+only, and only with --insecure-tcp: it has no authentication yet.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.root == "" {
+				f.root = defaultRoot()
+			}
+			return runServe(cmd.OutOrStdout(), f)
+		},
+	}
+	cmd.Flags().StringVar(&f.root, "root", "", "state directory (default $XDG_DATA_HOME/gsvfs, /var/lib/gsvfs for root)")
+	cmd.Flags().StringArrayVar(&f.listen, "listen", nil, "where to listen: unix:PATH or tcp:HOST:PORT (repeatable; default unix:ROOT/gsvfs.sock)")
+	cmd.Flags().BoolVar(&f.insecureTCP, "insecure-tcp", false, "allow a loopback TCP listener, which anyone on this machine can use")
+	return cmd
+}
+
+// runServe serves until a signal, then closes every connection and exits.
+func runServe(stdout io.Writer, f serveFlags) error {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	root, err := prepareRoot(f.root)
+	if err != nil {
+		return err
+	}
+	addrs, err := listenAddrs(root, f.listen, f.insecureTCP)
+	if err != nil {
+		return err
+	}
+	tree, err := buildTree(root)
+	if err != nil {
+		return err
+	}
+	syscall.Umask(0) // clients send modes with their own umask applied
+	raiseFileLimit()
+	srv, where, err := startNinep(tree, addrs)
+	if err != nil {
+		return err
+	}
+	slog.Info("serving", "root", root, "listen", where, "pid", os.Getpid())
+	fmt.Fprintf(stdout, "gsvfs: serving %s on %s (pid %d)\n", root, strings.Join(where, ", "), os.Getpid())
+	sig := <-sigs
+	slog.Info("shutting down", "signal", sig.String())
+	return stopNinep(srv)
+}
+
+// listenAddrs parses --listen, defaulting to the state directory's socket.
+func listenAddrs(root string, listen []string, insecureTCP bool) ([]ninep.Address, error) {
+	if len(listen) == 0 {
+		return []ninep.Address{defaultSocket(root)}, nil
+	}
+	var addrs []ninep.Address
+	for _, s := range listen {
+		a, err := ninep.ParseAddress(s)
+		if err != nil {
+			return nil, err
+		}
+		if a.Network == "tcp" && !insecureTCP {
+			return nil, fmt.Errorf("--listen %s: TCP has no authentication yet; add --insecure-tcp to accept that anyone on this machine can connect", s)
+		}
+		addrs = append(addrs, a)
+	}
+	return addrs, nil
+}
+
+// stopNinep closes the server, giving requests in flight a few seconds.
+func stopNinep(srv *ninep.Server) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Close(ctx); err != nil {
+		slog.Warn("requests still running at exit", "err", err)
+	}
+	return nil
+}

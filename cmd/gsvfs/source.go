@@ -1,0 +1,60 @@
+package main
+
+import (
+	"log/slog"
+
+	"github.com/gsvfs/gsvfs/vfs"
+	"github.com/gsvfs/gsvfs/vfs/ninep"
+)
+
+// source is the tree a FUSE mount serves: built here from the state
+// directory, or reached over 9P from a daemon that already serves it.
+type source struct {
+	tree  vfs.Node
+	name  string          // what the mount serves, for messages
+	gone  <-chan struct{} // closed if a remote source is lost; nil if local
+	close func()
+}
+
+// openSource picks the tree for a mount: --server's, else the running
+// daemon's on the state directory's socket, else a new local tree, which
+// is then offered on that socket for later mounts.
+func openSource(f mountFlags) (*source, error) {
+	if f.server != "" {
+		a, err := ninep.ParseAddress(f.server)
+		if err != nil {
+			return nil, err
+		}
+		return remoteSource(a)
+	}
+	root, err := prepareRoot(f.root)
+	if err != nil {
+		return nil, err
+	}
+	sock := defaultSocket(root)
+	if serverAnswers(sock) {
+		slog.Info("a daemon already serves the state directory; attaching to it", "socket", sock.Addr)
+		return remoteSource(sock)
+	}
+	tree, err := buildTree(root)
+	if err != nil {
+		return nil, err
+	}
+	src := &source{tree: tree, name: root, close: func() {}}
+	srv, _, err := startNinep(tree, []ninep.Address{sock})
+	if err != nil {
+		// The mount works without it; only attaching more mounts does not.
+		slog.Warn("not serving 9P; other mounts cannot attach to this daemon", "err", err)
+		return src, nil
+	}
+	src.close = func() { stopNinep(srv) }
+	return src, nil
+}
+
+func remoteSource(a ninep.Address) (*source, error) {
+	c, root, err := dialTree(a)
+	if err != nil {
+		return nil, err
+	}
+	return &source{tree: root, name: a.String(), gone: c.Done(), close: func() { c.Close() }}, nil
+}
