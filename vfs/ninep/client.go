@@ -20,8 +20,8 @@ const DefaultClientMsize = 1<<20 + ioHeaderSize
 
 // DefaultLiveness is how long a client waits on a silent server, while a
 // call is outstanding, before it probes; a probe unanswered for as long
-// again ends the connection. Together they bound a hang to about a second.
-const DefaultLiveness = 400 * time.Millisecond
+// again ends the connection. Together they bound a hang to under a second.
+const DefaultLiveness = 300 * time.Millisecond
 
 // ClientOptions configures Dial.
 type ClientOptions struct {
@@ -187,7 +187,7 @@ func (c *Client) readFrame() (*[]byte, error) {
 // ends the connection if the probe goes unanswered: a hung or vanished
 // peer fails calls within about 2×liveness instead of hanging them.
 func (c *Client) watch() {
-	t := time.NewTicker(c.liveness / 4)
+	t := time.NewTicker(c.liveness / 6)
 	defer t.Stop()
 	for {
 		select {

@@ -416,3 +416,10 @@ func (c *conn) finish() {
 func errorReply(err error) *Rlerror {
 	return &Rlerror{Ecode: uint32(vfs.Errno(err))}
 }
+
+// connCount is how many connections are being served.
+func (s *Server) connCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
