@@ -74,12 +74,19 @@ func mountAt(t testing.TB, root, mnt string, extra ...string) *daemon {
 		t.Fatal(err)
 	}
 	args := append([]string{"mount", "--foreground", "--root", root}, extra...)
-	cmd := exec.Command(binary, append(args, mnt)...)
+	return launch(t, &daemon{Root: root, Mnt: mnt}, append(args, mnt)...)
+}
+
+// launch starts the gsvfs binary with args and waits until it says it is
+// serving.
+func launch(t testing.TB, d *daemon, args ...string) *daemon {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &daemon{Root: root, Mnt: mnt, cmd: cmd, done: make(chan error, 1), log: &logBuffer{}}
+	d.cmd, d.done, d.log = cmd, make(chan error, 1), &logBuffer{}
 	cmd.Stderr = d.log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -99,11 +106,11 @@ func mountAt(t testing.TB, root, mnt string, extra ...string) *daemon {
 	case _, ok := <-ready:
 		if !ok {
 			err := <-d.done
-			t.Fatalf("gsvfs mount exited before the mount was ready: %v\n%s", err, d.log)
+			t.Fatalf("gsvfs %s exited before it was ready: %v\n%s", args[0], err, d.log)
 		}
 	case <-time.After(20 * time.Second):
 		cmd.Process.Kill()
-		t.Fatalf("gsvfs mount not ready after 20s\n%s", d.log)
+		t.Fatalf("gsvfs %s not ready after 20s\n%s", args[0], d.log)
 	}
 	return d
 }
@@ -113,7 +120,7 @@ func (d *daemon) stop(t testing.TB) {
 	t.Helper()
 	if d.cmd.ProcessState != nil {
 		// Already gone (a test killed it): only clear its dead mount.
-		syscall.Unmount(d.Mnt, syscall.MNT_DETACH)
+		d.detach()
 		return
 	}
 	d.cmd.Process.Signal(syscall.SIGTERM)
@@ -129,7 +136,13 @@ func (d *daemon) stop(t testing.TB) {
 	}
 	// A daemon that died uncleanly leaves a dead mount: clear it so the
 	// temp directory can be removed.
-	syscall.Unmount(d.Mnt, syscall.MNT_DETACH)
+	d.detach()
+}
+
+func (d *daemon) detach() {
+	if d.Mnt != "" {
+		syscall.Unmount(d.Mnt, syscall.MNT_DETACH)
+	}
 }
 
 // Path returns the host path of p inside the mount.

@@ -290,36 +290,49 @@ func (c *Client) rpc(ctx context.Context, tag uint16, m Message) (reply, error) 
 	case <-c.dead:
 		return reply{}, c.err
 	case <-ctx.Done():
-		return reply{}, c.flush(tag, ch, ctx.Err())
+		return c.flush(tag, ch, ctx.Err())
 	}
 }
 
 // flush asks the server to abandon tag and waits until it has, so the tag
-// is free again. A reply that raced the flush is dropped.
-func (c *Client) flush(tag uint16, ch chan reply, cause error) error {
+// is free again. A reply to the original request that arrives before the
+// Rflush means the request took effect (a walk made its fid, a create its
+// file): the protocol says to honour it, so it is returned as if the
+// call had never been cancelled. Otherwise the call fails with cause.
+func (c *Client) flush(tag uint16, ch chan reply, cause error) (reply, error) {
 	ftag, fch, err := c.register(0)
 	if err != nil {
-		return err
+		return reply{}, err
 	}
 	if err := c.send(ftag, &Tflush{OldTag: tag}); err != nil {
-		return err
+		return reply{}, err
 	}
-	for fch != nil {
-		select {
-		case r := <-ch:
-			r.release()
-			ch = nil
-		case r := <-fch:
-			r.release()
-			fch = nil
-		case <-c.dead:
-			return c.err
-		}
+	select {
+	case r := <-ch:
+		// The server answered first. The Rflush that follows lands in
+		// fch, which nobody reads; ftag stays reserved until then so
+		// no new call can take that reply for its own.
+		return r, replyError(r)
+	case r := <-fch:
+		r.release()
+	case <-c.dead:
+		return reply{}, c.err
 	}
+	select { // a reply sent just before the Rflush is already queued
+	case r := <-ch:
+		return r, replyError(r)
+	default:
+	}
+	c.forget(tag)
+	return reply{}, cause
+}
+
+// forget stops waiting for a reply to tag, freeing it for reuse only when
+// the reply can no longer arrive (after Rflush) or is not wanted.
+func (c *Client) forget(tag uint16) {
 	c.mu.Lock()
-	delete(c.pending, tag) // the original reply never came
+	delete(c.pending, tag)
 	c.mu.Unlock()
-	return cause
 }
 
 func replyError(r reply) error {
