@@ -45,7 +45,7 @@ install: build
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/gsvfs $(DESTDIR)$(MANDIR)/man1/gsvfs.1 \
 		$(DESTDIR)$(MANDIR)/man1/gsvfs-mount.1 $(DESTDIR)$(MANDIR)/man1/gsvfs-umount.1 \
-		$(DESTDIR)$(MANDIR)/man7/gsvfs.7
+		$(DESTDIR)$(MANDIR)/man1/gsvfs-serve.1 $(DESTDIR)$(MANDIR)/man7/gsvfs.7
 
 clean:
 	rm -rf bin

@@ -147,7 +147,7 @@ func TestPosixOver9P(t *testing.T) {
 // already serves it: both mounts show one tree.
 func TestSecondMountAttaches(t *testing.T) {
 	first := startMount(t)
-	mnt := filepath.Join(t.TempDir(), "second")
+	mnt := filepath.Join(smSharedTempDir(t), "second")
 	second := mountAt(t, first.Root, mnt)
 	t.Cleanup(func() { second.stop(t) })
 	if !strings.Contains(second.log.String(), "attaching") {
@@ -159,6 +159,18 @@ func TestSecondMountAttaches(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(first.Root, "workspaces", "f")); string(b) != "shared\n" {
 		t.Errorf("on disk: %q, %v", b, err)
+	}
+	// The second daemon attached once, as root, but files its users make
+	// are theirs, as through the first mount.
+	asUID(t, 65534, `echo x > "$1"/file && mkdir "$1"/dir && ln -s file "$1"/link`, second.Path("workspaces"))
+	for _, name := range []string{"file", "dir", "link"} {
+		var st syscall.Stat_t
+		if err := syscall.Lstat(filepath.Join(first.Root, "workspaces", name), &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Uid != 65534 || st.Gid != 65534 {
+			t.Errorf("%s made by uid 65534 through the attached mount: owner %d:%d, want 65534:65534", name, st.Uid, st.Gid)
+		}
 	}
 }
 

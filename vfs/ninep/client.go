@@ -2,10 +2,8 @@ package ninep
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"sync"
 	"syscall"
@@ -16,7 +14,12 @@ import (
 
 // DefaultClientMsize is the message size a client offers unless told
 // otherwise; servers negotiate it down (diod to 64 KiB).
-const DefaultClientMsize = 1<<20 + ioHeaderSize
+const DefaultClientMsize = 1<<20 + clientIOHeader
+
+// clientIOHeader is what the client leaves for headers when it sizes a
+// Tread, Twrite or Treaddir: Linux's P9_IOHDRSZ, one byte more than
+// ioHeaderSize. diod refuses a count above msize minus this.
+const clientIOHeader = ioHeaderSize + 1
 
 // DefaultLiveness is how long a client waits on a silent server, while a
 // call is outstanding, before it probes; a probe unanswered for as long
@@ -48,7 +51,9 @@ type Client struct {
 	nextTag  uint16
 	fids     fidAllocator
 	lastRecv time.Time
-	probeAt  time.Time // zero when no probe is outstanding
+	probeAt  time.Time // when the outstanding probe went out; zero if none
+	probing  bool      // a probe is on its way out
+	sending  int       // frames being written now
 	err      error     // set once the connection is dead
 	dead     chan struct{}
 }
@@ -94,7 +99,7 @@ func NewClient(ctx context.Context, nc net.Conn, opts ClientOptions) (*Client, e
 		pending: map[uint16]chan reply{}, lastRecv: time.Now(),
 		dead: make(chan struct{}),
 	}
-	go c.readLoop()
+	go c.readLoop(opts.Msize)
 	go c.watch()
 	r, err := c.rpc(ctx, NoTag, &Tversion{Msize: opts.Msize, Version: Version})
 	if err != nil {
@@ -115,7 +120,7 @@ func NewClient(ctx context.Context, nc net.Conn, opts ClientOptions) (*Client, e
 func (c *Client) Msize() uint32 { return c.msize }
 
 // iounit is the data one Tread or Twrite may carry.
-func (c *Client) iounit() int { return int(c.msize - ioHeaderSize) }
+func (c *Client) iounit() int { return int(c.msize - clientIOHeader) }
 
 // Close ends the connection; calls in flight fail.
 func (c *Client) Close() error {
@@ -139,9 +144,12 @@ func (c *Client) fail(err error) {
 	c.nc.Close()
 }
 
-func (c *Client) readLoop() {
+// readLoop delivers replies to their callers. limit is the msize offered,
+// which bounds any frame the server may send.
+func (c *Client) readLoop(limit uint32) {
+	rd := newFrameReader(c.nc)
 	for {
-		bp, err := c.readFrame()
+		bp, err := readFrame(rd, limit)
 		if err != nil {
 			c.fail(ErrServerGone)
 			return
@@ -165,24 +173,6 @@ func (c *Client) readLoop() {
 	}
 }
 
-func (c *Client) readFrame() (*[]byte, error) {
-	var hdr [4]byte
-	if _, err := io.ReadFull(c.nc, hdr[:]); err != nil {
-		return nil, err
-	}
-	size := binary.LittleEndian.Uint32(hdr[:])
-	if size < headerSize || size > c.msize {
-		return nil, errMalformed
-	}
-	bp := getBuf(int(size))
-	copy(*bp, hdr[:])
-	if _, err := io.ReadFull(c.nc, (*bp)[4:]); err != nil {
-		putBuf(bp)
-		return nil, err
-	}
-	return bp, nil
-}
-
 // watch probes a server that has gone quiet while calls wait on it and
 // ends the connection if the probe goes unanswered: a hung or vanished
 // peer fails calls within about 2×liveness instead of hanging them.
@@ -196,7 +186,7 @@ func (c *Client) watch() {
 		case now := <-t.C:
 			switch c.health(now) {
 			case probeNeeded:
-				go c.send(probeTag, &Tflush{OldTag: NoTag}) // answered at once by any server
+				go c.probe()
 			case peerDead:
 				c.fail(ErrServerGone)
 				return
@@ -216,30 +206,54 @@ const (
 // probeTag is reserved for liveness probes.
 const probeTag = NoTag - 1
 
+// health judges the connection at now. Silence counts only while calls
+// wait on the server and no frame of ours is still being written: a
+// server busy taking a large write is not a dead one (the write has its
+// own deadline).
 func (c *Client) health(now time.Time) healthState {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	waiting := len(c.pending) > 0
 	switch {
-	case !waiting || now.Sub(c.lastRecv) < c.liveness:
+	case len(c.pending) == 0 || c.sending > 0 || now.Sub(c.lastRecv) < c.liveness:
 		return healthy
-	case c.probeAt.IsZero():
-		c.probeAt = now
+	case c.probeAt.IsZero() && !c.probing:
+		c.probing = true
 		return probeNeeded
-	case now.Sub(c.probeAt) >= c.liveness:
+	case !c.probeAt.IsZero() && now.Sub(c.probeAt) >= c.liveness:
 		return peerDead
 	}
 	return healthy
 }
 
-// send writes one frame.
+// probe sends a Tflush of a tag never in use, which any server answers at
+// once, and starts the clock on it once it is on the wire.
+func (c *Client) probe() {
+	err := c.send(probeTag, &Tflush{OldTag: NoTag})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.probing = false
+	if err == nil {
+		c.probeAt = time.Now()
+	}
+}
+
+// send writes one frame. The write has a deadline, so a server that
+// stops reading cannot hold a caller forever: the liveness bound, plus a
+// microsecond a byte (a floor of 1 MB/s) for large frames.
 func (c *Client) send(tag uint16, m Message) error {
 	bp := getBuf(0)
+	defer putBuf(bp)
 	*bp = appendFrame((*bp)[:0], tag, m)
+	c.mu.Lock()
+	c.sending++
+	c.mu.Unlock()
 	c.wmu.Lock()
+	c.nc.SetWriteDeadline(time.Now().Add(10*c.liveness + time.Duration(len(*bp))*time.Microsecond))
 	_, err := c.nc.Write(*bp)
 	c.wmu.Unlock()
-	putBuf(bp)
+	c.mu.Lock()
+	c.sending--
+	c.mu.Unlock()
 	if err != nil {
 		c.fail(ErrServerGone)
 		return ErrServerGone
@@ -419,7 +433,7 @@ func (c *Client) Attach(ctx context.Context, uname, aname string, uid uint32) (v
 		c.mu.Unlock()
 		return nil, err
 	}
-	return c.newNode(fid, r.QID), nil
+	return c.newNode(fid, r.QID, uid), nil
 }
 
 // asErr wraps a client-side errno for op.

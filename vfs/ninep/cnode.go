@@ -2,6 +2,7 @@ package ninep
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"runtime"
@@ -19,6 +20,7 @@ type node struct {
 	c       *Client
 	fid     uint32
 	qid     QID
+	uid     uint32 // the user the fid was attached as
 	once    sync.Once
 	cleanup runtime.Cleanup
 }
@@ -34,8 +36,8 @@ var (
 	_ vfs.Forgetter  = (*node)(nil)
 )
 
-func (c *Client) newNode(fid uint32, q QID) *node {
-	n := &node{c: c, fid: fid, qid: q}
+func (c *Client) newNode(fid uint32, q QID, uid uint32) *node {
+	n := &node{c: c, fid: fid, qid: q, uid: uid}
 	// A node nobody forgets explicitly gives its fid back when collected.
 	n.cleanup = runtime.AddCleanup(n, func(fid uint32) { go c.clunk(fid) }, fid)
 	return n
@@ -146,7 +148,27 @@ func (n *node) walkTo(ctx context.Context, name string) (vfs.Node, error) {
 		n.c.releaseFid(fid)
 		return nil, asErr("lookup", err)
 	}
-	return n.c.newNode(fid, r.QIDs[0]), nil
+	return n.c.newNode(fid, r.QIDs[0], n.uid), nil
+}
+
+// made returns the node of a file this client just created, owned by the
+// caller. 9P names one user per attach, so a daemon attached as root on
+// behalf of many users (a FUSE mount with allow_other) says whose each
+// new file is with a chown, as a local filesystem would have made it.
+func (n *node) made(ctx context.Context, name string) (vfs.Node, error) {
+	child, err := n.walkTo(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	cl, ok := vfs.CallerFrom(ctx)
+	if !ok || n.uid != 0 || cl.Uid == 0 {
+		return child, nil
+	}
+	fid := child.(*node).fid
+	if _, err := do[*Rsetattr](ctx, n.c, &Tsetattr{Fid: fid, Valid: SetattrUid, Uid: cl.Uid}); err != nil {
+		return nil, asErr("chown", err)
+	}
+	return child, nil
 }
 
 func (n *node) Open(ctx context.Context, flags int) (vfs.Handle, error) {
@@ -184,7 +206,7 @@ func (n *node) Create(ctx context.Context, name string, flags int, mode uint32) 
 		return nil, nil, asErr("create", err)
 	}
 	h := n.c.newHandle(fid, r.QID)
-	child, err := n.walkTo(ctx, name)
+	child, err := n.made(ctx, name)
 	if err != nil {
 		h.Close()
 		return nil, nil, err
@@ -199,7 +221,7 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32) (vfs.Node, e
 	if _, err := do[*Rmkdir](ctx, n.c, &Tmkdir{Dfid: n.fid, Name: name, Mode: mode, Gid: callerGid(ctx)}); err != nil {
 		return nil, asErr("mkdir", err)
 	}
-	return n.walkTo(ctx, name)
+	return n.made(ctx, name)
 }
 
 func (n *node) Remove(ctx context.Context, name string, dir bool) error {
@@ -211,7 +233,35 @@ func (n *node) Remove(ctx context.Context, name string, dir bool) error {
 		flags = AtRemoveDir
 	}
 	_, err := do[*Runlinkat](ctx, n.c, &Tunlinkat{Dfid: n.fid, Name: name, Flags: flags})
+	if errors.Is(err, syscall.EOPNOTSUPP) {
+		err = n.removeByFid(ctx, name, dir) // diod has no Tunlinkat
+	}
 	return asErr("remove", err)
+}
+
+// removeByFid is Remove for servers without Tunlinkat, as Linux's client
+// falls back: walk to the child, check its type, and Tremove it.
+func (n *node) removeByFid(ctx context.Context, name string, dir bool) error {
+	fid := n.c.newFid()
+	r, err := do[*Rwalk](ctx, n.c, &Twalk{Fid: n.fid, NewFid: fid, Names: []string{name}})
+	if err == nil && len(r.QIDs) != 1 {
+		err = syscall.ENOENT
+	}
+	if err != nil {
+		n.c.releaseFid(fid)
+		return err
+	}
+	switch isDir := r.QIDs[0].Type&QTDir != 0; {
+	case dir && !isDir:
+		n.c.clunk(fid)
+		return syscall.ENOTDIR
+	case !dir && isDir:
+		n.c.clunk(fid)
+		return syscall.EISDIR
+	}
+	_, err = do[*Rremove](ctx, n.c, &Tremove{fidMsg{fid}})
+	n.c.releaseFid(fid) // Tremove clunks the fid whatever the outcome
+	return err
 }
 
 func (n *node) Rename(ctx context.Context, oldName string, newDir vfs.Node, newName string) error {
@@ -225,7 +275,27 @@ func (n *node) Rename(ctx context.Context, oldName string, newDir vfs.Node, newN
 		}
 	}
 	_, err := do[*Rrenameat](ctx, n.c, &Trenameat{OldDfid: n.fid, OldName: oldName, NewDfid: to.fid, NewName: newName})
+	if errors.Is(err, syscall.EOPNOTSUPP) {
+		err = n.renameByFid(ctx, oldName, to, newName) // diod has no Trenameat
+	}
 	return asErr("rename", err)
+}
+
+// renameByFid is Rename for servers without Trenameat, as Linux's client
+// falls back: walk to the child and Trename it.
+func (n *node) renameByFid(ctx context.Context, oldName string, to *node, newName string) error {
+	fid := n.c.newFid()
+	r, err := do[*Rwalk](ctx, n.c, &Twalk{Fid: n.fid, NewFid: fid, Names: []string{oldName}})
+	if err == nil && len(r.QIDs) != 1 {
+		err = syscall.ENOENT
+	}
+	if err != nil {
+		n.c.releaseFid(fid)
+		return err
+	}
+	defer n.c.clunk(fid)
+	_, err = do[*Rrename](ctx, n.c, &Trename{Fid: fid, Dfid: to.fid, Name: newName})
+	return err
 }
 
 func (n *node) Readlink(ctx context.Context) (string, error) {
@@ -243,7 +313,7 @@ func (n *node) Symlink(ctx context.Context, name, target string) (vfs.Node, erro
 	if _, err := do[*Rsymlink](ctx, n.c, &Tsymlink{Fid: n.fid, Name: name, Target: target, Gid: callerGid(ctx)}); err != nil {
 		return nil, asErr("symlink", err)
 	}
-	return n.walkTo(ctx, name)
+	return n.made(ctx, name)
 }
 
 func (n *node) Link(ctx context.Context, target vfs.Node, name string) (vfs.Node, error) {
@@ -270,7 +340,7 @@ func (n *node) Mknod(ctx context.Context, name string, mode uint32, rdev uint64)
 	if _, err := do[*Rmknod](ctx, n.c, m); err != nil {
 		return nil, asErr("mknod", err)
 	}
-	return n.walkTo(ctx, name)
+	return n.made(ctx, name)
 }
 
 func (n *node) StatFS(ctx context.Context) (vfs.StatFS, error) {

@@ -1,8 +1,10 @@
 package ninep
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
+	"io"
 	"sync"
 )
 
@@ -168,4 +170,30 @@ func decodeFrame(frame []byte) (uint16, Message, error) {
 		return tag, nil, err
 	}
 	return tag, m, nil
+}
+
+// readBufSize is the read buffer of a connection: big enough to take many
+// small frames in one system call; large frames bypass it.
+const readBufSize = 64 << 10
+
+func newFrameReader(r io.Reader) *bufio.Reader { return bufio.NewReaderSize(r, readBufSize) }
+
+// readFrame reads one whole frame of at most limit bytes into a pooled
+// buffer. A size field outside [headerSize, limit] is malformed.
+func readFrame(r *bufio.Reader, limit uint32) (*[]byte, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return nil, err
+	}
+	size := binary.LittleEndian.Uint32(hdr[:])
+	if size < headerSize || size > limit {
+		return nil, errMalformed
+	}
+	bp := getBuf(int(size))
+	copy(*bp, hdr[:])
+	if _, err := io.ReadFull(r, (*bp)[4:]); err != nil {
+		putBuf(bp)
+		return nil, err
+	}
+	return bp, nil
 }

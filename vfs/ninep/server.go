@@ -1,12 +1,13 @@
 package ninep
 
 import (
+	"bufio"
 	"context"
-	"encoding/binary"
 	"errors"
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -173,6 +174,7 @@ func (s *Server) isClosed() bool {
 type conn struct {
 	srv  *Server
 	nc   net.Conn
+	rd   *bufio.Reader // only the serve loop reads
 	peer peerIdentity
 
 	ctx    context.Context // cancelled when the connection ends
@@ -199,7 +201,7 @@ type request struct {
 func newConn(s *Server, nc net.Conn) *conn {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &conn{
-		srv: s, nc: nc, peer: identify(nc), ctx: ctx, cancel: cancel,
+		srv: s, nc: nc, rd: newFrameReader(nc), peer: identify(nc), ctx: ctx, cancel: cancel,
 		msize:    s.opts.MaxMsize,
 		fids:     map[uint32]*fid{},
 		inflight: map[uint16]*request{},
@@ -257,28 +259,14 @@ func (c *conn) serve() {
 	}
 }
 
-// readFrame reads one whole frame into a pooled buffer. Before Tversion
-// only a small frame is allowed; after it, msize bounds every frame.
+// readFrame reads one frame. Before Tversion only a small frame is
+// allowed; after it, msize bounds every frame.
 func (c *conn) readFrame(versioned bool) (*[]byte, error) {
-	var hdr [4]byte
-	if _, err := io.ReadFull(c.nc, hdr[:]); err != nil {
-		return nil, err
-	}
-	size := binary.LittleEndian.Uint32(hdr[:])
 	limit := uint32(minMsize)
 	if versioned {
 		limit = c.msize
 	}
-	if size < headerSize || size > limit {
-		return nil, errMalformed
-	}
-	bp := getBuf(int(size))
-	copy(*bp, hdr[:])
-	if _, err := io.ReadFull(c.nc, (*bp)[4:]); err != nil {
-		putBuf(bp)
-		return nil, err
-	}
-	return bp, nil
+	return readFrame(c.rd, limit)
 }
 
 // version negotiates msize and starts a fresh session: every fid of the
@@ -286,15 +274,20 @@ func (c *conn) readFrame(versioned bool) (*[]byte, error) {
 func (c *conn) version(tag uint16, tv *Tversion) {
 	c.cancelAll()
 	c.dropFids()
+	c.srv.locks.releaseConn(c)
 	rv := &Rversion{Tversion{Msize: min(tv.Msize, c.srv.opts.MaxMsize), Version: Version}}
-	if tv.Version != Version || rv.Msize < minMsize {
+	// A client may offer a refinement of 9P2000.L ("9P2000.L.Google.7",
+	// as hugelgupf/p9's client does first); the server answers with the
+	// base version, as Tversion allows, rather than "unknown".
+	offered := tv.Version == Version || strings.HasPrefix(tv.Version, Version+".")
+	if !offered || rv.Msize < minMsize {
 		rv.Version = "unknown"
 		rv.Msize = c.srv.opts.MaxMsize
 		c.msize = 0
 	} else {
 		c.msize = rv.Msize
 	}
-	c.reply(tag, rv)
+	c.reply(tag, rv, nil)
 }
 
 // start runs one request in its own goroutine. It reports false if tag is
@@ -337,13 +330,17 @@ func (c *conn) start(tag uint16, m Message, bp *[]byte) bool {
 	return true
 }
 
-// finishRequest sends the reply and retires the tag, in that order, so a
-// Tflush waiting on this request answers after it.
+// finishRequest retires the tag and sends the reply, both under the write
+// lock: a client may reuse the tag as soon as it has the reply (Linux's
+// and hugelgupf/p9's clients do at once), and a Tflush that comes too late
+// to find the request still answers after its reply, because the Rflush
+// waits for the same lock.
 func (c *conn) finishRequest(r *request, resp Message) {
-	c.reply(r.tag, resp)
-	c.mu.Lock()
-	delete(c.inflight, r.tag)
-	c.mu.Unlock()
+	c.reply(r.tag, resp, func() {
+		c.mu.Lock()
+		delete(c.inflight, r.tag)
+		c.mu.Unlock()
+	})
 }
 
 // flush cancels the request with the old tag and answers once that
@@ -374,23 +371,27 @@ func (c *conn) handle(ctx context.Context, m Message) (resp Message) {
 	return c.dispatch(ctx, m)
 }
 
-// reply encodes m and writes it as one frame. A failed write ends the
-// connection; the reader notices.
-func (c *conn) reply(tag uint16, m Message) {
+// reply encodes m and writes it as one frame, running retire (if not nil)
+// under the write lock just before. A failed write ends the connection;
+// the reader notices.
+func (c *conn) reply(tag uint16, m Message, retire func()) {
 	if rr, ok := m.(*readReply); ok {
-		c.write(rr.frame(tag))
+		c.write(rr.frame(tag), retire)
 		rr.release()
 		return
 	}
 	bp := getBuf(0)
 	*bp = appendFrame((*bp)[:0], tag, m)
-	c.write(*bp)
+	c.write(*bp, retire)
 	putBuf(bp)
 }
 
-func (c *conn) write(frame []byte) {
+func (c *conn) write(frame []byte, retire func()) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	if retire != nil {
+		retire()
+	}
 	if _, err := c.nc.Write(frame); err != nil {
 		c.nc.Close()
 	}

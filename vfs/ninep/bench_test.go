@@ -1,0 +1,81 @@
+package ninep
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/gsvfs/gsvfs/vfs"
+)
+
+// The Go benchmarks run gsvfs's client against gsvfs's server over a unix
+// socket on a diskfs tree: the cost of the protocol layer itself.
+// bench/ninepbench.sh compares the server with diod using a neutral client.
+
+func benchRoot(b *testing.B) vfs.Node {
+	_, addr := serve(b, newDisk(b))
+	_, root := dial(b, addr, "")
+	return root
+}
+
+// BenchmarkWalkGetattr is a stat: walk one name, getattr, clunk.
+func BenchmarkWalkGetattr(b *testing.B) {
+	root := benchRoot(b)
+	ctx := context.Background()
+	const files = 100
+	for i := range files {
+		_, h, err := root.Create(ctx, fmt.Sprintf("f%d", i), os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			b.Fatal(err)
+		}
+		h.Close()
+	}
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		n, err := root.Lookup(ctx, fmt.Sprintf("f%d", i%files))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := n.Attr(ctx); err != nil {
+			b.Fatal(err)
+		}
+		n.(vfs.Forgetter).Forget()
+	}
+}
+
+func benchIO(b *testing.B, write bool) {
+	root := benchRoot(b)
+	ctx := context.Background()
+	_, h, err := root.Create(ctx, "data", os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer h.Close()
+	buf := make([]byte, 1<<20)
+	const span = 64 << 20
+	for off := int64(0); off < span; off += int64(len(buf)) {
+		if _, err := h.WriteAt(ctx, buf, off); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.SetBytes(int64(len(buf)))
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		off := int64(i) * int64(len(buf)) % span
+		if write {
+			_, err = h.WriteAt(ctx, buf, off)
+		} else {
+			_, err = h.ReadAt(ctx, buf, off)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRead1M reads 1 MiB blocks of a page-cached file.
+func BenchmarkRead1M(b *testing.B) { benchIO(b, false) }
+
+// BenchmarkWrite1M writes 1 MiB blocks.
+func BenchmarkWrite1M(b *testing.B) { benchIO(b, true) }
