@@ -20,6 +20,7 @@ type serveFlags struct {
 	root        string
 	listen      []string
 	insecureTCP bool
+	cpuProfile  string
 }
 
 func serveCommand() *cobra.Command {
@@ -42,6 +43,8 @@ only, and only with --insecure-tcp: it has no authentication yet.`,
 	cmd.Flags().StringVar(&f.root, "root", "", "state directory (default $XDG_DATA_HOME/gsvfs, /var/lib/gsvfs for root)")
 	cmd.Flags().StringArrayVar(&f.listen, "listen", nil, "where to listen: unix:PATH or tcp:HOST:PORT (repeatable; default unix:ROOT/gsvfs.sock)")
 	cmd.Flags().BoolVar(&f.insecureTCP, "insecure-tcp", false, "allow a loopback TCP listener, which anyone on this machine can use")
+	cmd.Flags().StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the server to this file until it exits")
+	cmd.Flags().MarkHidden("cpuprofile")
 	return cmd
 }
 
@@ -56,6 +59,13 @@ func runServe(stdout io.Writer, f serveFlags) error {
 	addrs, err := listenAddrs(root, f.listen, f.insecureTCP)
 	if err != nil {
 		return err
+	}
+	if f.cpuProfile != "" {
+		stop, err := startCPUProfile(f.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	tree, err := buildTree(root)
 	if err != nil {

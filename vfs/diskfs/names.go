@@ -185,24 +185,36 @@ func (n *node) Link(ctx context.Context, target vfs.Node, name string) (vfs.Node
 
 func (n *node) GetXattr(_ context.Context, attr string) ([]byte, error) {
 	var val []byte
-	err := n.xattrDo(func(p string) error {
-		for {
-			size, err := unix.Getxattr(p, attr, nil)
-			if err != nil {
-				return err
-			}
-			val = make([]byte, size)
-			got, err := unix.Getxattr(p, attr, val)
-			if err != syscall.ERANGE {
-				val = val[:max(got, 0)]
-				return err
-			}
-		}
+	err := n.xattrDo(func(p string) (err error) {
+		val, err = sized(func(buf []byte) (int, error) { return unix.Getxattr(p, attr, buf) })
+		return err
 	})
 	if err != nil {
 		return nil, vfs.Error("getxattr", attr, errno(err))
 	}
 	return val, nil
+}
+
+// sized reads a value whose size is asked first (getxattr, listxattr) and
+// may change before it is read: it retries until the value fits. The
+// buffer is never empty, because an empty one would ask for the size
+// again instead of reading an empty value.
+func sized(read func([]byte) (int, error)) ([]byte, error) {
+	for {
+		size, err := read(nil)
+		if err != nil {
+			return nil, err
+		}
+		buf := make([]byte, max(size, 1))
+		got, err := read(buf)
+		if err == syscall.ERANGE || got > len(buf) {
+			continue // it grew in between
+		}
+		if err != nil {
+			return nil, err
+		}
+		return buf[:got], nil
+	}
 }
 
 func (n *node) SetXattr(_ context.Context, attr string, value []byte, flags int) error {
@@ -216,19 +228,9 @@ func (n *node) SetXattr(_ context.Context, attr string, value []byte, flags int)
 func (n *node) ListXattr(context.Context) ([]string, error) {
 	var names []string
 	err := n.xattrDo(func(p string) error {
-		for {
-			size, err := unix.Listxattr(p, nil)
-			if err != nil {
-				return err
-			}
-			buf := make([]byte, size)
-			got, err := unix.Listxattr(p, buf)
-			if err == syscall.ERANGE {
-				continue
-			}
-			names = splitNul(buf[:max(got, 0)])
-			return err
-		}
+		buf, err := sized(func(buf []byte) (int, error) { return unix.Listxattr(p, buf) })
+		names = splitNul(buf)
+		return err
 	})
 	if err != nil {
 		return nil, vfs.Error("listxattr", "", errno(err))

@@ -49,6 +49,9 @@ func (c *conn) lopen(ctx context.Context, m *Tlopen) (Message, error) {
 		if err != nil {
 			return nil, err
 		}
+		if !openable(a) {
+			return nil, vfs.Error("open", "", syscall.EOPNOTSUPP)
+		}
 		flags := int(m.Flags) & openFlagMask
 		h, err := f.node().Open(ctx, flags)
 		if err != nil {
@@ -60,6 +63,18 @@ func (c *conn) lopen(ctx context.Context, m *Tlopen) (Message, error) {
 		}
 		return &Rlopen{QID: attrQID(a), Iounit: c.iounit()}, nil
 	})
+}
+
+// openable reports whether the server opens a file of a's type. FIFOs,
+// sockets and device nodes are opened by the client's kernel, as Linux's
+// 9p client does; a server-side open would block on a FIFO or hand the
+// client a device of the server's machine.
+func openable(a vfs.Attr) bool {
+	switch a.Type() {
+	case syscall.S_IFREG, syscall.S_IFDIR, syscall.S_IFLNK:
+		return true
+	}
+	return false
 }
 
 func (c *conn) lcreate(ctx context.Context, m *Tlcreate) (Message, error) {

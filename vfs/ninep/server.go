@@ -180,8 +180,9 @@ type conn struct {
 	ctx    context.Context // cancelled when the connection ends
 	cancel context.CancelFunc
 
-	wmu   sync.Mutex // serialises replies
-	msize uint32     // set by Tversion before any other request runs
+	wmu       sync.Mutex // serialises replies
+	msize     uint32     // set by Tversion before any other request runs
+	versioned bool       // a Tversion succeeded; only the current reader uses it
 
 	mu       sync.Mutex
 	fids     map[uint32]*fid
@@ -224,39 +225,64 @@ func (c *conn) serve() {
 		c.srv.log.Warn("9p connection refused", "remote", c.nc.RemoteAddr(), "err", c.peer.err)
 		return
 	}
-	versioned := false
+	done := make(chan struct{})
+	go c.readLoop(done)
+	<-done
+}
+
+// readLoop reads frames until one starts a request. It then hands the
+// reading on to a new goroutine and runs that request itself: the request
+// starts at once, on the goroutine that read it, with no hand-off to wait
+// for, and a request that blocks still holds up nothing else. The last
+// reader closes done when the connection ends.
+func (c *conn) readLoop(done chan struct{}) {
 	for {
-		bp, err := c.readFrame(versioned)
-		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && c.ctx.Err() == nil {
-				c.srv.log.Warn("9p connection dropped", "err", err)
-			}
+		tag, m, bp, ok := c.next()
+		if !ok {
+			close(done)
 			return
 		}
-		tag, m, err := decodeFrame(*bp)
-		if err != nil {
-			c.srv.log.Warn("9p connection dropped: malformed message", "type", (*bp)[4], "size", len(*bp))
-			putBuf(bp)
-			return
-		}
-		if !versioned {
-			if _, ok := m.(*Tversion); !ok {
-				putBuf(bp)
-				c.srv.log.Warn("9p connection dropped: first message is not Tversion")
-				return
-			}
-		}
-		if tv, ok := m.(*Tversion); ok {
+		if tv, isVersion := m.(*Tversion); isVersion {
 			c.version(tag, tv)
 			putBuf(bp)
-			versioned = c.msize != 0
+			c.versioned = c.msize != 0
 			continue
 		}
-		if !c.start(tag, m, bp) {
+		run, ok := c.admit(tag, m, bp)
+		if !ok {
 			c.srv.log.Warn("9p connection dropped: tag reused while in flight", "tag", tag)
+			close(done)
 			return
 		}
+		go c.readLoop(done)
+		run()
+		return
 	}
+}
+
+// next reads and decodes one frame. It reports false, having logged why,
+// when the connection is over: the peer left, or sent something malformed
+// or out of order.
+func (c *conn) next() (uint16, Message, *[]byte, bool) {
+	bp, err := c.readFrame(c.versioned)
+	if err != nil {
+		if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && c.ctx.Err() == nil {
+			c.srv.log.Warn("9p connection dropped", "err", err)
+		}
+		return 0, nil, nil, false
+	}
+	tag, m, err := decodeFrame(*bp)
+	if err != nil {
+		c.srv.log.Warn("9p connection dropped: malformed message", "type", (*bp)[4], "size", len(*bp))
+		putBuf(bp)
+		return 0, nil, nil, false
+	}
+	if _, isVersion := m.(*Tversion); !c.versioned && !isVersion {
+		putBuf(bp)
+		c.srv.log.Warn("9p connection dropped: first message is not Tversion")
+		return 0, nil, nil, false
+	}
+	return tag, m, bp, true
 }
 
 // readFrame reads one frame. Before Tversion only a small frame is
@@ -290,16 +316,18 @@ func (c *conn) version(tag uint16, tv *Tversion) {
 	c.reply(tag, rv, nil)
 }
 
-// start runs one request in its own goroutine. It reports false if tag is
-// already in flight, a protocol violation.
-func (c *conn) start(tag uint16, m Message, bp *[]byte) bool {
+// admit registers a request and returns the function that runs it. It
+// reports false if tag is already in flight, a protocol violation. While
+// maxInflight requests run it waits, which stops the reading: flushes
+// never wait, so they can still end what holds the slots.
+func (c *conn) admit(tag uint16, m Message, bp *[]byte) (func(), bool) {
 	flush, isFlush := m.(*Tflush)
 	if !isFlush {
-		select { // backpressure; flushes never wait, so they can free slots
+		select {
 		case c.slots <- struct{}{}:
 		case <-c.ctx.Done():
 			putBuf(bp)
-			return true
+			return func() {}, true
 		}
 	}
 	ctx, cancel := context.WithCancel(c.ctx)
@@ -309,12 +337,15 @@ func (c *conn) start(tag uint16, m Message, bp *[]byte) bool {
 		c.mu.Unlock()
 		cancel()
 		putBuf(bp)
-		return false
+		if !isFlush {
+			<-c.slots
+		}
+		return nil, false
 	}
 	c.inflight[tag] = r
 	c.handlers.Add(1)
 	c.mu.Unlock()
-	go func() {
+	return func() {
 		defer c.handlers.Done()
 		defer close(r.done)
 		defer cancel()
@@ -326,8 +357,7 @@ func (c *conn) start(tag uint16, m Message, bp *[]byte) bool {
 		resp := c.handle(ctx, m)
 		putBuf(bp) // m may alias the frame until here
 		c.finishRequest(r, resp)
-	}()
-	return true
+	}, true
 }
 
 // finishRequest retires the tag and sends the reply, both under the write

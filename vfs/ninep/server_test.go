@@ -291,3 +291,35 @@ func openFds(t *testing.T) int {
 	}
 	return len(ents)
 }
+
+// Opening a FIFO or device node is refused at once: the client's kernel
+// opens those itself, and a server-side open would block (a FIFO with no
+// writer) or reach a device of the server's machine.
+func TestSpecialFilesNotOpened(t *testing.T) {
+	_, addr := serve(t, newDisk(t))
+	_, root := dial(t, addr, "")
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		mode uint32
+		rdev uint64
+	}{
+		{"fifo", syscall.S_IFIFO | 0o644, 0},
+		{"null", syscall.S_IFCHR | 0o666, 1<<8 | 3}, // 1:3, /dev/null
+	} {
+		n, err := root.(vfs.Mknoder).Mknod(ctx, tc.name, tc.mode, tc.rdev)
+		if err != nil {
+			t.Fatalf("mknod %s: %v", tc.name, err)
+		}
+		err = within(t, "open of "+tc.name, func() error {
+			h, err := n.Open(ctx, os.O_RDONLY)
+			if err == nil {
+				h.Close()
+			}
+			return err
+		})
+		if got := vfs.Errno(err); got != syscall.EOPNOTSUPP {
+			t.Errorf("open %s: got %v (%v), want EOPNOTSUPP", tc.name, got, err)
+		}
+	}
+}
