@@ -95,22 +95,17 @@ func serveMount(stdout io.Writer, f mountFlags, mountpoint string) (err error) {
 	if err := fusefs.Prepare(mountpoint); err != nil {
 		return err
 	}
-	if f.cpuProfile != "" {
-		stop, err := startCPUProfile(f.cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer stop()
+	stopProfile, err := startCPUProfile(f.cpuProfile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	src, err := openSource(f)
 	if err != nil {
 		return err
 	}
 	defer src.close()
-	// Clients send the mode they want with their own umask applied; the
-	// daemon's must not apply a second time.
-	syscall.Umask(0)
-	raiseFileLimit()
+	becomeDaemon()
 	m, err := fusefs.New(mountpoint, src.tree, fusefs.Options{
 		AllowOther:    os.Geteuid() == 0,
 		NoPassthrough: f.noPassthrough,
@@ -257,8 +252,20 @@ func daemonArgs(f mountFlags, root, mountpoint string) []string {
 	return append(args, mountpoint)
 }
 
-// startCPUProfile profiles the daemon into path until stop is called.
+// becomeDaemon sets up the process to serve files: clients send the mode
+// they want with their own umask applied, so the daemon's must not apply a
+// second time; and it needs a descriptor per cached directory.
+func becomeDaemon() {
+	syscall.Umask(0)
+	raiseFileLimit()
+}
+
+// startCPUProfile profiles the daemon into path until stop is called; an
+// empty path profiles nothing.
 func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
 	out, err := os.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("cpu profile: %w", err)

@@ -60,19 +60,16 @@ func runServe(stdout io.Writer, f serveFlags) error {
 	if err != nil {
 		return err
 	}
-	if f.cpuProfile != "" {
-		stop, err := startCPUProfile(f.cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer stop()
+	stopProfile, err := startCPUProfile(f.cpuProfile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	tree, err := buildTree(root)
 	if err != nil {
 		return err
 	}
-	syscall.Umask(0) // clients send modes with their own umask applied
-	raiseFileLimit()
+	becomeDaemon()
 	srv, where, err := startNinep(tree, addrs)
 	if err != nil {
 		return err

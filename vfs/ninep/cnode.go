@@ -139,6 +139,16 @@ func (n *node) Lookup(ctx context.Context, name string) (vfs.Node, error) {
 
 // walkTo walks a new fid to the child name and makes it a node.
 func (n *node) walkTo(ctx context.Context, name string) (vfs.Node, error) {
+	fid, q, err := n.walkFid(ctx, name)
+	if err != nil {
+		return nil, asErr("lookup", err)
+	}
+	return n.c.newNode(fid, q, n.uid), nil
+}
+
+// walkFid walks a new fid to the child name. On failure the fid number
+// is free again.
+func (n *node) walkFid(ctx context.Context, name string) (uint32, QID, error) {
 	fid := n.c.newFid()
 	r, err := do[*Rwalk](ctx, n.c, &Twalk{Fid: n.fid, NewFid: fid, Names: []string{name}})
 	if err == nil && len(r.QIDs) != 1 {
@@ -146,9 +156,9 @@ func (n *node) walkTo(ctx context.Context, name string) (vfs.Node, error) {
 	}
 	if err != nil {
 		n.c.releaseFid(fid)
-		return nil, asErr("lookup", err)
+		return 0, QID{}, err
 	}
-	return n.c.newNode(fid, r.QIDs[0], n.uid), nil
+	return fid, r.QIDs[0], nil
 }
 
 // made returns the node of a file this client just created, owned by the
@@ -242,16 +252,11 @@ func (n *node) Remove(ctx context.Context, name string, dir bool) error {
 // removeByFid is Remove for servers without Tunlinkat, as Linux's client
 // falls back: walk to the child, check its type, and Tremove it.
 func (n *node) removeByFid(ctx context.Context, name string, dir bool) error {
-	fid := n.c.newFid()
-	r, err := do[*Rwalk](ctx, n.c, &Twalk{Fid: n.fid, NewFid: fid, Names: []string{name}})
-	if err == nil && len(r.QIDs) != 1 {
-		err = syscall.ENOENT
-	}
+	fid, q, err := n.walkFid(ctx, name)
 	if err != nil {
-		n.c.releaseFid(fid)
 		return err
 	}
-	switch isDir := r.QIDs[0].Type&QTDir != 0; {
+	switch isDir := q.Type&QTDir != 0; {
 	case dir && !isDir:
 		n.c.clunk(fid)
 		return syscall.ENOTDIR
@@ -284,13 +289,8 @@ func (n *node) Rename(ctx context.Context, oldName string, newDir vfs.Node, newN
 // renameByFid is Rename for servers without Trenameat, as Linux's client
 // falls back: walk to the child and Trename it.
 func (n *node) renameByFid(ctx context.Context, oldName string, to *node, newName string) error {
-	fid := n.c.newFid()
-	r, err := do[*Rwalk](ctx, n.c, &Twalk{Fid: n.fid, NewFid: fid, Names: []string{oldName}})
-	if err == nil && len(r.QIDs) != 1 {
-		err = syscall.ENOENT
-	}
+	fid, _, err := n.walkFid(ctx, oldName)
 	if err != nil {
-		n.c.releaseFid(fid)
 		return err
 	}
 	defer n.c.clunk(fid)

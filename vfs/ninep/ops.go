@@ -283,6 +283,19 @@ func wireTime(t time.Time) (sec, nsec uint64) {
 	return uint64(t.Unix()), uint64(t.Nanosecond())
 }
 
+// timeFromWire reads one of Tsetattr's times: absent, "now" (the change
+// bit alone), or the given time (with the _SET bit).
+func timeFromWire(valid, change, set uint32, sec, nsec uint64, t *time.Time, given, now vfs.SetMask) vfs.SetMask {
+	switch {
+	case valid&change == 0:
+		return 0
+	case valid&set == 0:
+		return now
+	}
+	*t = time.Unix(int64(sec), int64(nsec))
+	return given
+}
+
 func setattrFromWire(m *Tsetattr) vfs.SetAttr {
 	var s vfs.SetAttr
 	if m.Valid&SetattrMode != 0 {
@@ -301,21 +314,7 @@ func setattrFromWire(m *Tsetattr) vfs.SetAttr {
 		s.Valid |= vfs.SetSize
 		s.Size = int64(m.Size)
 	}
-	if m.Valid&SetattrAtime != 0 {
-		if m.Valid&SetattrAtimeSet != 0 {
-			s.Valid |= vfs.SetAtime
-			s.Atime = time.Unix(int64(m.AtimeSec), int64(m.AtimeNsec))
-		} else {
-			s.Valid |= vfs.SetAtimeNow
-		}
-	}
-	if m.Valid&SetattrMtime != 0 {
-		if m.Valid&SetattrMtimeSet != 0 {
-			s.Valid |= vfs.SetMtime
-			s.Mtime = time.Unix(int64(m.MtimeSec), int64(m.MtimeNsec))
-		} else {
-			s.Valid |= vfs.SetMtimeNow
-		}
-	}
+	s.Valid |= timeFromWire(m.Valid, SetattrAtime, SetattrAtimeSet, m.AtimeSec, m.AtimeNsec, &s.Atime, vfs.SetAtime, vfs.SetAtimeNow)
+	s.Valid |= timeFromWire(m.Valid, SetattrMtime, SetattrMtimeSet, m.MtimeSec, m.MtimeNsec, &s.Mtime, vfs.SetMtime, vfs.SetMtimeNow)
 	return s
 }
