@@ -34,10 +34,10 @@
 #   BENCH_TMP=/tmp        where the work directory is made
 #   BENCH_KEEP=1          keep the work directory (mounts are undone anyway)
 set -euo pipefail
-export LC_ALL=C
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-repo=$(cd "$here/.." && pwd)
+# shellcheck source=SCRIPTDIR/lib.sh
+. "$here/lib.sh" fusebench
 
 quick=${BENCH_QUICK:-0}
 if [[ $quick == 1 ]]; then
@@ -57,14 +57,7 @@ else
 	TAR_WHAT=src
 	FIO_RUNTIME=${BENCH_FIO_RUNTIME:-10}
 fi
-for v in RUNS SIZE_MB NFILES FIO_RUNTIME; do
-	if ! [[ ${!v} =~ ^[1-9][0-9]*$ ]]; then
-		echo "fusebench: $v must be a positive integer, not '${!v}'" >&2
-		exit 2
-	fi
-done
-
-log() { printf 'fusebench: %s\n' "$*" >&2; }
+need_counts RUNS SIZE_MB NFILES FIO_RUNTIME
 
 is_root=0
 [[ $(id -u) == 0 ]] && is_root=1
@@ -73,16 +66,13 @@ if [[ $is_root == 0 ]]; then
 fi
 
 # ---------------------------------------------------------------- state
+# and, from lib.sh, work, VALS, ERRS ("workload|target") and PROBLEMS
 
-work=
 lb_pid=
 MOUNTED=()           # mount points this script mounted, in order
 declare -A DAEMON    # mount point -> pid of the process serving it
 declare -A DIR       # target -> directory the workloads run in
-declare -A VALS      # "workload|target" -> values of the runs, space separated
-declare -A ERRS      # "workload|target" -> 1 when a run failed
 declare -A STATELOG  # target -> daemon log to scan for errors
-PROBLEMS=()          # things that look wrong, reported at the end
 
 TARGETS=(native gsvfs nopt loopback)
 declare -A TLABEL=([native]=native [gsvfs]=gsvfs [nopt]="gsvfs no-pt" [loopback]=loopback)
@@ -92,8 +82,7 @@ declare -A TLABEL=([native]=native [gsvfs]=gsvfs [nopt]="gsvfs no-pt" [loopback]
 WORKLOADS=(seqwrite smallwrite seqread randread meta meta_create meta_stat meta_unlink tarx rmrf git)
 declare -A WLABEL WUNIT WKIND WGOAL WDATA
 defwl() { WLABEL[$1]=$2 WUNIT[$1]=$3 WKIND[$1]=$4 WGOAL[$1]=$5 WDATA[$1]=$6; }
-files_label=$(printf "%'d" "$NFILES" 2>/dev/null || echo "$NFILES")
-[[ $NFILES -ge 1000 && $((NFILES % 1000)) == 0 ]] && files_label="$((NFILES / 1000))k"
+files_label=$(count_label "$NFILES")
 git_label="$((GIT_FILES / 1000))k"
 size_label="${SIZE_MB} MiB"
 [[ $((SIZE_MB % 1024)) == 0 ]] && size_label="$((SIZE_MB / 1024)) GiB"
@@ -112,16 +101,6 @@ defwl git "git init+add+commit+status ${git_label}" "s" time 3 0
 # ---------------------------------------------------------------- helpers
 
 is_mounted() { awk -v m="$1" '$5 == m { f = 1 } END { exit !f }' /proc/self/mountinfo; }
-
-# wait_gone PID SECONDS: wait for a process to exit; false if it did not.
-wait_gone() {
-	local pid=$1 i
-	for ((i = 0; i < $2 * 10; i++)); do
-		kill -0 "$pid" 2>/dev/null || return 0
-		sleep 0.1
-	done
-	return 1
-}
 
 unmount_one() {
 	local m=$1 pid=${DAEMON[$1]-}
@@ -146,18 +125,18 @@ scan_logs() {
 	for t in "${!STATELOG[@]}"; do
 		f=${STATELOG[$t]}
 		[[ -f $f ]] || continue
-		n=$(grep -ciE 'level=(error|warn)|panic|fatal' "$f" || true)
+		n=$(grep -ciE "$alarm_re" "$f" || true)
 		if [[ $n != 0 ]]; then
 			log "$n error/warning lines in the ${TLABEL[$t]} log $f (first 20):"
-			grep -iE 'level=(error|warn)|panic|fatal' "$f" | head -20 >&2
+			grep -iE "$alarm_re" "$f" | head -20 >&2
 		fi
 	done
 }
 
-cleanup() {
-	local rc=$? i
-	set +e
-	trap - EXIT INT TERM
+# undo_mounts: on_exit's UNDO; false (leave the work directory) while
+# something in it is still mounted.
+undo_mounts() {
+	local i
 	for ((i = ${#MOUNTED[@]} - 1; i >= 0; i--)); do
 		unmount_one "${MOUNTED[i]}"
 	done
@@ -165,22 +144,16 @@ cleanup() {
 		wait_gone "$lb_pid" 5 || kill "$lb_pid" 2>/dev/null
 		wait "$lb_pid" 2>/dev/null
 	fi
-	if [[ -n $work && -d $work ]]; then
-		scan_logs
-		if [[ ${BENCH_KEEP:-0} == 1 ]]; then
-			log "kept $work"
-		else
-			for i in "${MOUNTED[@]}"; do
-				is_mounted "$i" && { log "still mounted: $i; leaving $work"; exit "$rc"; }
-			done
-			rm -rf "$work"
+	[[ -n $work && -d $work ]] || return 0
+	scan_logs
+	for i in "${MOUNTED[@]}"; do
+		if is_mounted "$i"; then
+			[[ ${BENCH_KEEP:-0} == 1 ]] || log "still mounted: $i; leaving $work"
+			return 1
 		fi
-	fi
-	exit "$rc"
+	done
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+on_exit undo_mounts
 
 sub() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.6f", b - a }'; }
 
@@ -189,14 +162,6 @@ drop_caches() {
 	if [[ $is_root == 1 ]]; then
 		echo 3 >/proc/sys/vm/drop_caches
 	fi
-}
-
-record() { VALS["$1|$2"]+="$3 "; }
-
-# median of the space-separated numbers in $1.
-median() {
-	tr ' ' '\n' <<<"$1" | grep -v '^$' | sort -g |
-		awk '{ a[NR] = $1 } END { if (NR == 0) exit 1; if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
 }
 
 # measure WORKLOAD TARGET RUN FUNC: one run, recording a failure.
@@ -225,7 +190,7 @@ run_seqwrite() {
 	t0=$EPOCHREALTIME
 	dd if=/dev/zero of="$f" bs=1M count="$SIZE_MB" conv=fsync status=none || return 1
 	t1=$EPOCHREALTIME
-	record seqwrite "$1" "$(awk -v b="$((SIZE_MB * 1048576))" -v s="$(sub "$t0" "$t1")" 'BEGIN { printf "%.1f", b / s / 1e6 }')"
+	record seqwrite "$1" "$(mbps $((SIZE_MB * 1048576)) "$(sub "$t0" "$t1")")"
 }
 
 # Small writes: each write(2) is a round trip to the daemon unless the
@@ -238,7 +203,7 @@ run_smallwrite() {
 	dd if=/dev/zero of="$f" bs=4k count=65536 status=none || return 1
 	t1=$EPOCHREALTIME
 	rm -f "$f"
-	record smallwrite "$1" "$(awk -v b="$((65536 * 4096))" -v s="$(sub "$t0" "$t1")" 'BEGIN { printf "%.1f", b / s / 1e6 }')"
+	record smallwrite "$1" "$(mbps $((65536 * 4096)) "$(sub "$t0" "$t1")")"
 }
 
 run_seqread() {
@@ -249,7 +214,7 @@ run_seqread() {
 	t0=$EPOCHREALTIME
 	dd if="$f" of=/dev/null bs=1M status=none || return 1
 	t1=$EPOCHREALTIME
-	record seqread "$1" "$(awk -v b="$size" -v s="$(sub "$t0" "$t1")" 'BEGIN { printf "%.1f", b / s / 1e6 }')"
+	record seqread "$1" "$(mbps "$size" "$(sub "$t0" "$t1")")"
 }
 
 run_randread() {
@@ -316,15 +281,8 @@ run_git() {
 
 # ---------------------------------------------------------------- setup
 
-load_start=$(cut -d' ' -f1-3 /proc/loadavg)
-base=${BENCH_TMP:-/tmp}
-work=$(mktemp -d "$base/fusebench.XXXXXX")
-fstype=$(findmnt -n -o FSTYPE -T "$work" 2>/dev/null || stat -f -c %T "$work")
-log "work directory $work ($fstype)"
-case $fstype in
-ext4 | ext2/ext3 | xfs | btrfs) ;;
-*) log "warning: $work is on $fstype, not a disk file system: native figures will flatter it" ;;
-esac
+make_workdir
+on_disk || log "warning: $work is on $fstype, not a disk file system: native figures will flatter it"
 
 cd "$repo"
 log "building gsvfs, loopback and metaops"
@@ -337,14 +295,7 @@ if ! go build -o "$work/loopback" github.com/hanwen/go-fuse/v2/example/loopback 
 fi
 
 have_fio=0
-if command -v fio >/dev/null; then
-	have_fio=1
-elif [[ $is_root == 1 ]] && command -v apt-get >/dev/null; then
-	log "installing fio"
-	if apt-get install -y -qq fio >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq fio >/dev/null 2>&1; }; then
-		have_fio=1
-	fi
-fi
+ensure_tool fio && have_fio=1
 [[ $have_fio == 1 ]] || log "warning: no fio; the random-read row is left out"
 
 goroot=$(go env GOROOT)
@@ -390,11 +341,7 @@ if [[ -x $work/loopback ]]; then
 	lb_pid=$!
 	MOUNTED+=("$work/lb.mnt")
 	DAEMON[$work/lb.mnt]=$lb_pid
-	for ((i = 0; i < 100; i++)); do
-		is_mounted "$work/lb.mnt" && break
-		kill -0 "$lb_pid" 2>/dev/null || break
-		sleep 0.1
-	done
+	wait_up "$lb_pid" is_mounted "$work/lb.mnt" || true
 	if is_mounted "$work/lb.mnt"; then
 		mkdir "$work/lb.mnt/bench"
 		DIR[loopback]=$work/lb.mnt/bench
@@ -460,42 +407,13 @@ done
 
 # ---------------------------------------------------------------- report
 
-# cell WORKLOAD TARGET: the median, "err", or "-" when not measured.
-cell_value() {
-	local k="$1|$2"
-	if [[ -n ${ERRS[$k]-} ]]; then
-		echo err
-	elif [[ -n ${VALS[$k]-} ]]; then
-		median "${VALS[$k]}"
-	else
-		echo -
-	fi
-}
-
 fmt_value() { # WORKLOAD VALUE
-	case $2 in err | -) echo "$2" ;; *)
-		if [[ ${WUNIT[$1]} == s ]]; then printf '%.3f\n' "$2"; else printf '%.0f\n' "$2"; fi
-		;;
-	esac
+	if [[ ${WUNIT[$1]} == s ]]; then fmt_num 3 "$2"; else fmt_num 0 "$2"; fi
 }
-
-ratio_of() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f", a / b }'; }
 
 fmt_ratio() { # WORKLOAD RATIO
 	[[ $2 == - ]] && { echo -; return; }
 	if [[ ${WKIND[$1]} == thr ]]; then printf '%.2fx\n' "$2"; else printf '%.2fx time\n' "$2"; fi
-}
-
-# ratio WORKLOAD TARGET: target / native, or "-".
-ratio() {
-	local n v
-	n=$(cell_value "$1" native)
-	v=$(cell_value "$1" "$2")
-	if [[ $n =~ ^[0-9.]*[0-9][0-9.]*(e[+-]?[0-9]+)?$ && $v =~ ^[0-9.]*[0-9][0-9.]*(e[+-]?[0-9]+)?$ ]] && awk -v n="$n" 'BEGIN { exit !(n > 0) }'; then
-		ratio_of "$v" "$n"
-	else
-		echo -
-	fi
 }
 
 meets() { # WORKLOAD RATIO -> exit 0 when the goal is met
@@ -518,7 +436,7 @@ shortfalls=()
 	printf 'workload\tunit\tnative\tgsvfs\tgsvfs/native\ttarget\tresult\tgsvfs no-pt\tno-pt/native\tloopback\tloopback/native\n'
 	for w in "${WORKLOADS[@]}"; do
 		[[ $w == randread && $have_fio == 0 ]] && continue
-		gr=$(ratio "$w" gsvfs)
+		gr=$(ratio "$w" gsvfs native)
 		result=-
 		if [[ -n ${WGOAL[$w]} ]]; then
 			if [[ $gr == - ]]; then
@@ -528,7 +446,7 @@ shortfalls=()
 				result=PASS
 			else
 				result=MISS
-				lr=$(ratio "$w" loopback)
+				lr=$(ratio "$w" loopback native)
 				lbnote=
 				[[ $lr != - ]] && lbnote="; loopback reference: $(fmt_ratio "$w" "$lr")"
 				if [[ ${WKIND[$w]} == thr ]]; then
@@ -544,81 +462,45 @@ shortfalls=()
 		row+="\t$(fmt_value "$w" "$(cell_value "$w" native)")"
 		row+="\t$(fmt_value "$w" "$(cell_value "$w" gsvfs)")\t$(fmt_ratio "$w" "$gr")"
 		row+="\t$(goal_text "$w")\t$result"
-		row+="\t$(fmt_value "$w" "$(cell_value "$w" nopt)")\t$(fmt_ratio "$w" "$(ratio "$w" nopt)")"
-		row+="\t$(fmt_value "$w" "$(cell_value "$w" loopback)")\t$(fmt_ratio "$w" "$(ratio "$w" loopback)")"
+		row+="\t$(fmt_value "$w" "$(cell_value "$w" nopt)")\t$(fmt_ratio "$w" "$(ratio "$w" nopt native)")"
+		row+="\t$(fmt_value "$w" "$(cell_value "$w" loopback)")\t$(fmt_ratio "$w" "$(ratio "$w" loopback native)")"
 		printf '%b\n' "$row"
 	done
 } >"$table"
 
-gsvfs_version=$(git -C "$repo" describe --tags --always --dirty 2>/dev/null || echo dev)
+gsvfs_version=$(repo_version)
 header=(
 	"gsvfs $gsvfs_version vs native disk; go-fuse $gofuse_version example/loopback as reference"
-	"$(date -u '+%Y-%m-%d %H:%M UTC'), Linux $(uname -r), $(nproc) CPUs, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), $(go env GOVERSION)"
+	"$(now_utc), $(machine_desc), $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), $(go env GOVERSION)"
 	"work dir on $fstype ($base); median of $RUNS run(s); file $size_label; $NFILES files; fio ${FIO_RUNTIME}s psync QD1; git tree $GIT_FILES files in $GIT_DIRS dirs"
-	"load average (1/5/15 min) $load_start at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end: other work on the machine adds noise"
+	"$(load_desc): other work on the machine adds noise"
 	"throughput ratios are target/native (higher is better); time ratios are multiples of native time (lower is better)"
 )
 [[ $is_root == 1 ]] || header+=("not run as root: no passthrough, caches not dropped")
 
-echo
-printf '%s\n' "${header[@]}"
-echo
-awk -F'\t' '
-	{ for (i = 1; i <= NF; i++) { c[NR, i] = $i; if (length($i) > w[i]) w[i] = length($i) } n = NF }
-	END {
-		for (r = 1; r <= NR; r++) {
-			line = ""
-			for (i = 1; i <= n; i++) {
-				s = c[r, i]
-				if (i == 1 || i == 2 || i == 7) pad = sprintf("%-" w[i] "s", s)
-				else pad = sprintf("%" w[i] "s", s)
-				line = line (i > 1 ? " | " : "") pad
-			}
-			sub(/ +$/, "", line)
-			print line
-			if (r == 1) {
-				line = ""
-				for (i = 1; i <= n; i++) { d = sprintf("%" w[i] "s", ""); gsub(/ /, "-", d); line = line (i > 1 ? "-+-" : "") d }
-				print line
-			}
-		}
-	}' "$table"
-echo
+report_text "$table" "1 2 7"
 if ((${#shortfalls[@]})); then
-	echo "Targets missed:"
-	printf '  - %s\n' "${shortfalls[@]}"
+	print_list "Targets missed:" "${shortfalls[@]}"
 else
 	echo "All targets met."
 fi
-if ((${#PROBLEMS[@]})); then
-	echo "Problems seen:"
-	printf '  - %s\n' "${PROBLEMS[@]}"
-fi
+print_list "Problems seen:" "${PROBLEMS[@]}"
 
-if [[ -n ${BENCH_OUT:-} ]]; then
-	{
-		echo "# gsvfs FUSE benchmark"
+markdown_report() {
+	report_markdown "gsvfs FUSE benchmark" "$table" "1 2 7"
+	echo
+	if ((${#shortfalls[@]})); then
+		echo "Targets missed:"
 		echo
-		printf -- '- %s\n' "${header[@]}"
+		printf -- '- %s\n' "${shortfalls[@]}"
+	else
+		echo "All targets met."
+	fi
+	if ((${#PROBLEMS[@]})); then
 		echo
-		awk -F'\t' '
-			{ if (sub(/^  /, "", $1)) $1 = "&emsp;" $1
-			  line = "|"; for (i = 1; i <= NF; i++) line = line " " $i " |"; print line
-			  if (NR == 1) { line = "|"; for (i = 1; i <= NF; i++) line = line (i <= 2 || i == 7 ? " --- |" : " ---: |"); print line } }' "$table"
+		echo "Problems seen:"
 		echo
-		if ((${#shortfalls[@]})); then
-			echo "Targets missed:"
-			echo
-			printf -- '- %s\n' "${shortfalls[@]}"
-		else
-			echo "All targets met."
-		fi
-		if ((${#PROBLEMS[@]})); then
-			echo
-			echo "Problems seen:"
-			echo
-			printf -- '- %s\n' "${PROBLEMS[@]}"
-		fi
-	} >"$BENCH_OUT"
-	log "wrote $BENCH_OUT"
-fi
+		printf -- '- %s\n' "${PROBLEMS[@]}"
+	fi
+}
+write_out markdown_report

@@ -31,10 +31,10 @@
 #   BENCH_TMP=/tmp        where the work directory is made
 #   BENCH_KEEP=1          keep the work directory
 set -euo pipefail
-export LC_ALL=C
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-repo=$(cd "$here/.." && pwd)
+# shellcheck source=SCRIPTDIR/lib.sh
+. "$here/lib.sh" ninepbench
 
 if [[ ${BENCH_QUICK:-0} == 1 ]]; then
 	RUNS=${BENCH_RUNS:-1}
@@ -45,31 +45,16 @@ else
 	SIZE_MB=${BENCH_SIZE_MB:-512}
 	NFILES=${BENCH_FILES:-10000}
 fi
-for v in RUNS SIZE_MB NFILES; do
-	if ! [[ ${!v} =~ ^[1-9][0-9]*$ ]]; then
-		echo "ninepbench: $v must be a positive integer, not '${!v}'" >&2
-		exit 2
-	fi
-done
-
-log() { printf 'ninepbench: %s\n' "$*" >&2; }
+need_counts RUNS SIZE_MB NFILES
 
 # ---------------------------------------------------------------- state
+# and, from lib.sh, work, VALS, ERRS, PROBLEMS and ninep_state's
 
-work=
-declare -A PID      # server name -> pid
-declare -A SOCK     # server name -> socket
+ninep_state
+on_exit stop_servers
 declare -A ARGS     # target -> ninepbench arguments
-declare -A MSIZE    # target -> msize negotiated
 declare -A UNLINKBY # target -> how ninepbench unlinked (Tunlinkat, or Twalk+Tremove)
-declare -A VALS     # "metric|target" -> values of the runs, space separated
-declare -A ERRS     # "metric|target" -> 1 when a run failed
-PROBLEMS=()
-SKIPPED=()
-
-declare -A TLABEL=([diod]=diod [gsvfs]=gsvfs [gsvfs64]="gsvfs 64K")
 declare -A TMSIZE=([diod]=1048576 [gsvfs]=1048576 [gsvfs64]=65536)
-ACTIVE=()
 
 # Metrics in table order: JSON key, label, unit, kind (thr: more is better;
 # cost: less is better).
@@ -78,8 +63,7 @@ METRICS=(write_MBps read_MBps create_ops stat_ops unlink_ops
 declare -A MLABEL MUNIT MKIND
 defm() { MLABEL[$1]=$2 MUNIT[$1]=$3 MKIND[$1]=$4; }
 size_label="${SIZE_MB} MiB"
-files_label=$NFILES
-[[ $NFILES -ge 1000 && $((NFILES % 1000)) == 0 ]] && files_label="$((NFILES / 1000))k"
+files_label=$(count_label "$NFILES")
 defm write_MBps "seq write $size_label + Tfsync" MB/s thr
 defm read_MBps "seq read $size_label (warm)" MB/s thr
 defm create_ops "create $files_label small files" ops/s thr
@@ -92,71 +76,9 @@ defm stat_cpu_us_per_file "server CPU, stat" us/file cost
 
 # ---------------------------------------------------------------- helpers
 
-# wait_gone PID SECONDS: wait for a process to exit; false if it did not.
-wait_gone() {
-	local i
-	for ((i = 0; i < $2 * 10; i++)); do
-		kill -0 "$1" 2>/dev/null || return 0
-		sleep 0.1
-	done
-	return 1
-}
-
-stop_server() {
-	local pid=${PID[$1]-}
-	[[ -n $pid ]] || return 0
-	kill "$pid" 2>/dev/null || true
-	if ! wait_gone "$pid" 10; then
-		log "${1} (pid $pid) did not exit on SIGTERM; killing it"
-		kill -9 "$pid" 2>/dev/null || true
-	fi
-	wait "$pid" 2>/dev/null || true
-	unset "PID[$1]"
-}
-
-cleanup() {
-	local rc=$? s
-	set +e
-	trap - EXIT INT TERM
-	for s in "${!PID[@]}"; do stop_server "$s"; done
-	if [[ -n $work && -d $work ]]; then
-		if [[ ${BENCH_KEEP:-0} == 1 ]]; then log "kept $work"; else rm -rf "$work"; fi
-	fi
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-# start_server NAME LOG COMMAND...: start it in the background and wait
-# until its socket SOCK[NAME] accepts connections.
-start_server() {
-	local name=$1 logf=$2 i
-	shift 2
-	"$@" >"$logf" 2>&1 &
-	PID[$name]=$!
-	for ((i = 0; i < 100; i++)); do
-		[[ -S ${SOCK[$name]} ]] && return 0
-		kill -0 "${PID[$name]}" 2>/dev/null || break
-		sleep 0.1
-	done
-	log "$name did not come up on ${SOCK[$name]}; its output:"
-	cat "$logf" >&2
-	stop_server "$name"
-	return 1
-}
-
 # json_field KEY: the value of a number or string field of the one-line
 # JSON object on stdin.
 json_field() { sed -n "s/.*\"$1\":\"\{0,1\}\([^,\"}]*\).*/\1/p"; }
-
-record() { VALS["$1|$2"]+="$3 "; }
-
-# median of the space-separated numbers in $1.
-median() {
-	tr ' ' '\n' <<<"$1" | grep -v '^$' | sort -g |
-		awk '{ a[NR] = $1 } END { if (NR == 0) exit 1; if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
-}
 
 # bench_one TARGET RUN: one ninepbench run, its figures recorded.
 bench_one() {
@@ -183,15 +105,8 @@ bench_one() {
 
 # ---------------------------------------------------------------- setup
 
-load_start=$(cut -d' ' -f1-3 /proc/loadavg)
-base=${BENCH_TMP:-/tmp}
-work=$(mktemp -d "$base/ninepbench.XXXXXX")
-fstype=$(findmnt -n -o FSTYPE -T "$work" 2>/dev/null || stat -f -c %T "$work")
-log "work directory $work ($fstype)"
-case $fstype in
-ext4 | ext2/ext3 | xfs | btrfs) ;;
-*) log "warning: $work is on $fstype, not a disk file system" ;;
-esac
+make_workdir
+on_disk || log "warning: $work is on $fstype, not a disk file system"
 
 cd "$repo"
 log "building bin/gsvfs and bench/ninepbench"
@@ -201,42 +116,18 @@ go build -o "$work/ninepbench" ./bench/ninepbench
 uname=$(id -un)
 uid=$(id -u)
 
-if ! command -v diod >/dev/null; then
-	if [[ $uid == 0 ]] && command -v apt-get >/dev/null; then
-		log "installing diod"
-		apt-get install -y -qq diod >/dev/null 2>&1 ||
-			{ apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq diod >/dev/null 2>&1; } || true
-	fi
+ensure_tool diod || true
+start_diod "the diod column is empty and there are no ratios"
+if up diod; then
+	ARGS[diod]="-socket ${SOCK[diod]} -aname $work/diod.export -uname $uname -uid $uid -msize ${TMSIZE[diod]} -pid ${PID[diod]}"
+	ACTIVE+=(diod)
 fi
-diod_version=-
-if command -v diod >/dev/null; then
-	diod_version=$(dpkg-query -W -f='${Version}' diod 2>/dev/null || echo "?")
-	mkdir "$work/diod.export"
-	SOCK[diod]=$work/diod.sock
-	if start_server diod "$work/diod.out" \
-		diod -f -n -e "$work/diod.export" -l "${SOCK[diod]}" -c /dev/null -L "$work/diod.log"; then
-		ARGS[diod]="-socket ${SOCK[diod]} -aname $work/diod.export -uname $uname -uid $uid -msize ${TMSIZE[diod]} -pid ${PID[diod]}"
-		ACTIVE+=(diod)
-		log "diod $diod_version serving $work/diod.export (pid ${PID[diod]})"
-	else
-		PROBLEMS+=("diod did not start")
-	fi
-else
-	SKIPPED+=("diod is not installed (Debian package diod): the diod column is empty and there are no ratios")
-fi
-
-gsvfs_version=$(git -C "$repo" describe --tags --always --dirty 2>/dev/null || echo dev)
-mkdir -p "$work/gs.state"
-SOCK[gsvfs]=$work/gs.sock
-if start_server gsvfs "$work/gs.log" \
-	"$repo/bin/gsvfs" serve --root "$work/gs.state" --listen "unix:${SOCK[gsvfs]}"; then
+start_gsvfs
+if up gsvfs; then
 	for t in gsvfs gsvfs64; do
 		ARGS[$t]="-socket ${SOCK[gsvfs]} -walk workspaces -uname $uname -uid $uid -msize ${TMSIZE[$t]} -pid ${PID[gsvfs]}"
 		ACTIVE+=("$t")
 	done
-	log "gsvfs $gsvfs_version serving $work/gs.state (pid ${PID[gsvfs]})"
-else
-	PROBLEMS+=("gsvfs serve did not start")
 fi
 ((${#ACTIVE[@]})) || { log "no server to measure"; exit 1; }
 
@@ -249,80 +140,21 @@ for t in "${ACTIVE[@]}"; do
 	"$work/ninepbench" ${ARGS[$t]} -size 64M -files 100 >/dev/null 2>&1 ||
 		log "warm-up run failed on ${TLABEL[$t]}"
 done
-for ((r = 1; r <= RUNS; r++)); do
-	n=${#ACTIVE[@]}
-	for ((i = 0; i < n; i++)); do
-		bench_one "${ACTIVE[(i + r - 1) % n]}" "$r"
-	done
-done
-for s in "${!PID[@]}"; do
-	if ! kill -0 "${PID[$s]}" 2>/dev/null; then PROBLEMS+=("$s exited during the runs"); fi
-done
-if [[ -f $work/gs.log ]]; then
-	n=$(grep -ciE 'level=(error|warn)|panic|fatal' "$work/gs.log" || true)
-	if [[ $n != 0 ]]; then
-		PROBLEMS+=("$n error/warning lines in the gsvfs log, the first: $(grep -m1 -iE 'level=(error|warn)|panic|fatal' "$work/gs.log" | cut -c1-200)")
-		grep -iE 'level=(error|warn)|panic|fatal' "$work/gs.log" | head -20 >&2
-	fi
-fi
+rotate_runs bench_one
+check_servers 20
 
 # ---------------------------------------------------------------- report
 
-cell_value() {
-	local k="$1|$2"
-	if [[ -n ${ERRS[$k]-} ]]; then echo err
-	elif [[ -n ${VALS[$k]-} ]]; then median "${VALS[$k]}"
-	else echo -; fi
-}
-
 fmt_value() { # METRIC VALUE
-	case $2 in err | -) echo "$2" ;;
-	*) if [[ ${MUNIT[$1]} == s/GB ]]; then printf '%.2f\n' "$2"; else printf '%.0f\n' "$2"; fi ;;
-	esac
+	if [[ ${MUNIT[$1]} == s/GB ]]; then fmt_num 2 "$2"; else fmt_num 0 "$2"; fi
 }
 
-isnum() { [[ $1 =~ ^[0-9.]*[0-9][0-9.]*(e[+-]?[0-9]+)?$ ]]; }
-
-# ratio METRIC TARGET: target / diod, formatted, or "-".
-ratio() {
-	local d v
-	d=$(cell_value "$1" diod)
-	v=$(cell_value "$1" "$2")
-	if isnum "$d" && isnum "$v" && awk -v d="$d" 'BEGIN { exit !(d > 0) }'; then
-		if [[ ${MKIND[$1]} == thr ]]; then
-			awk -v a="$v" -v b="$d" 'BEGIN { printf "%.2fx\n", a / b }'
-		else
-			awk -v a="$v" -v b="$d" 'BEGIN { printf "%.2fx cost\n", a / b }'
-		fi
-	else
-		echo -
-	fi
-}
-
-msize_label() { # TARGET
-	local m=${MSIZE[$1]-}
-	if [[ -z $m ]]; then echo "${TLABEL[$1]}"; return; fi
-	if ((m % 1048576 == 0)); then m="$((m / 1048576))M"; elif ((m % 1024 == 0)); then m="$((m / 1024))K"; fi
-	echo "${TLABEL[$1]} (msize $m)"
-}
-
-table=$work/table.tsv
-{
-	printf 'workload\tunit\t%s\t%s\tgsvfs/diod\t%s\t64K/diod\n' \
-		"$(msize_label diod)" "$(msize_label gsvfs)" "$(msize_label gsvfs64)"
-	for m in "${METRICS[@]}"; do
-		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "${MLABEL[$m]}" "${MUNIT[$m]}" \
-			"$(fmt_value "$m" "$(cell_value "$m" diod)")" \
-			"$(fmt_value "$m" "$(cell_value "$m" gsvfs)")" "$(ratio "$m" gsvfs)" \
-			"$(fmt_value "$m" "$(cell_value "$m" gsvfs64)")" "$(ratio "$m" gsvfs64)"
-	done
-} >"$table"
-
+ninep_table
 header=(
 	"gsvfs $gsvfs_version serve vs diod $diod_version, both over a unix socket, client github.com/hugelgupf/p9 $(go list -m -f '{{.Version}}' github.com/hugelgupf/p9 2>/dev/null || echo '?') (bench/ninepbench)"
-	"$(date -u '+%Y-%m-%d %H:%M UTC'), Linux $(uname -r), $(nproc) CPUs, $(go env GOVERSION); work dir on $fstype ($base)"
+	"$(now_utc), $(machine_desc), $(go env GOVERSION); work dir on $fstype ($base)"
 	"median of $RUNS run(s); msize offered 1M to diod and gsvfs, 64K to gsvfs 64K; one Twrite/Tread per msize; $files_label files"
-	"load average (1/5/15 min) $load_start at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end"
+	"$(load_desc)"
 	"ratios are gsvfs/diod: throughput higher is better, CPU cost lower is better"
 )
 unlink_note=
@@ -331,55 +163,4 @@ for t in "${ACTIVE[@]}"; do
 done
 [[ -n $unlink_note ]] && header+=("unlink by $unlink_note (diod refuses Tunlinkat; the Linux client falls back to Twalk+Tremove too)")
 
-echo
-printf '%s\n' "${header[@]}"
-echo
-awk -F'\t' '
-	{ for (i = 1; i <= NF; i++) { c[NR, i] = $i; if (length($i) > w[i]) w[i] = length($i) } n = NF }
-	END {
-		for (r = 1; r <= NR; r++) {
-			line = ""
-			for (i = 1; i <= n; i++) {
-				s = c[r, i]
-				pad = (i <= 2) ? sprintf("%-" w[i] "s", s) : sprintf("%" w[i] "s", s)
-				line = line (i > 1 ? " | " : "") pad
-			}
-			sub(/ +$/, "", line)
-			print line
-			if (r == 1) {
-				line = ""
-				for (i = 1; i <= n; i++) { d = sprintf("%" w[i] "s", ""); gsub(/ /, "-", d); line = line (i > 1 ? "-+-" : "") d }
-				print line
-			}
-		}
-	}' "$table"
-echo
-if ((${#SKIPPED[@]})); then
-	echo "Skipped:"
-	printf '  - %s\n' "${SKIPPED[@]}"
-fi
-if ((${#PROBLEMS[@]})); then
-	echo "Problems seen:"
-	printf '  - %s\n' "${PROBLEMS[@]}"
-fi
-
-if [[ -n ${BENCH_OUT:-} ]]; then
-	{
-		echo "# gsvfs 9P benchmark (hugelgupf/p9 client)"
-		echo
-		printf -- '- %s\n' "${header[@]}"
-		echo
-		awk -F'\t' '
-			{ line = "|"; for (i = 1; i <= NF; i++) line = line " " $i " |"; print line
-			  if (NR == 1) { line = "|"; for (i = 1; i <= NF; i++) line = line (i <= 2 ? " --- |" : " ---: |"); print line } }' "$table"
-		if ((${#SKIPPED[@]})); then
-			echo
-			printf -- '- skipped: %s\n' "${SKIPPED[@]}"
-		fi
-		if ((${#PROBLEMS[@]})); then
-			echo
-			printf -- '- problem: %s\n' "${PROBLEMS[@]}"
-		fi
-	} >"$BENCH_OUT"
-	log "wrote $BENCH_OUT"
-fi
+ninep_report "gsvfs 9P benchmark (hugelgupf/p9 client)"
