@@ -12,12 +12,16 @@ import (
 // lockTable holds the POSIX byte-range locks 9P clients take, shared by
 // every connection of a server so clients exclude each other. A lock
 // belongs to an owner: the connection, the client's id (its host name)
-// and the process id it sent. Locks never block in the server: a
-// conflicting Tlock gets LockBlocked and the client retries, as Linux's
-// does for F_SETLKW.
+// and the process id it sent.
+//
+// A conflicting Tlock without the block flag gets LockBlocked at once. One
+// with it (F_SETLKW) waits in the server until the lock is free or the
+// request is flushed: Linux's client would otherwise sleep its whole lock
+// timeout (30 s by default) before asking again.
 type lockTable struct {
-	mu    sync.Mutex
-	files map[uint64][]byteLock // by inode number
+	mu      sync.Mutex
+	files   map[uint64][]byteLock // by inode number
+	changed chan struct{}         // closed and replaced at every release
 }
 
 type lockOwner struct {
@@ -33,7 +37,31 @@ type byteLock struct {
 	start, end uint64
 }
 
-func newLockTable() *lockTable { return &lockTable{files: map[uint64][]byteLock{}} }
+func newLockTable() *lockTable {
+	return &lockTable{files: map[uint64][]byteLock{}, changed: make(chan struct{})}
+}
+
+// released wakes every waiter to try again. t.mu must be held.
+func (t *lockTable) released() {
+	close(t.changed)
+	t.changed = make(chan struct{})
+}
+
+// wait sets a lock, waiting while another owner's lock is in the way,
+// until ctx ends.
+func (t *lockTable) wait(ctx context.Context, ino uint64, want byteLock) error {
+	for {
+		blocked, changed := t.set(ino, want, false)
+		if !blocked {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
 
 func lockEnd(start, length uint64) uint64 {
 	if length == 0 || start+length-1 < start {
@@ -47,15 +75,16 @@ func (l byteLock) conflicts(o byteLock) bool {
 }
 
 // set applies a lock or unlock and reports whether another owner's lock
-// was in the way.
-func (t *lockTable) set(ino uint64, want byteLock, unlock bool) (blocked bool) {
+// was in the way, with a channel that is closed when locks are next
+// released.
+func (t *lockTable) set(ino uint64, want byteLock, unlock bool) (blocked bool, changed <-chan struct{}) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	locks := t.files[ino]
 	if !unlock {
 		for _, l := range locks {
 			if l.conflicts(want) {
-				return true
+				return true, t.changed
 			}
 		}
 	}
@@ -86,7 +115,8 @@ func (t *lockTable) set(ino uint64, want byteLock, unlock bool) (blocked bool) {
 	} else {
 		t.files[ino] = out
 	}
-	return false
+	t.released() // a relock to read or a split may free a waiter too
+	return false, nil
 }
 
 // test returns the first lock of another owner that would block want.
@@ -118,6 +148,7 @@ func (t *lockTable) releaseConn(c *conn) {
 			t.files[ino] = kept
 		}
 	}
+	t.released()
 }
 
 func (c *conn) lock(ctx context.Context, m *Tlock) (Message, error) {
@@ -131,7 +162,13 @@ func (c *conn) lock(ctx context.Context, m *Tlock) (Message, error) {
 		}
 		want := byteLock{owner: lockOwner{c, m.ClientID, m.ProcID}, write: m.Type == LockWrite,
 			start: m.Start, end: lockEnd(m.Start, m.Length)}
-		if c.srv.locks.set(a.Ino, want, m.Type == LockUnlock) {
+		if m.Type != LockUnlock && m.Flags&LockFlagBlock != 0 {
+			if err := c.srv.locks.wait(ctx, a.Ino, want); err != nil {
+				return nil, err // flushed: the client gave up waiting
+			}
+			return &Rlock{Status: LockSuccess}, nil
+		}
+		if blocked, _ := c.srv.locks.set(a.Ino, want, m.Type == LockUnlock); blocked {
 			return &Rlock{Status: LockBlocked}, nil
 		}
 		return &Rlock{Status: LockSuccess}, nil

@@ -1,8 +1,11 @@
 package ninep
 
 import (
+	"context"
+	"errors"
 	"math"
 	"testing"
+	"time"
 )
 
 // The lock table follows fcntl(2): other owners' overlapping locks
@@ -35,7 +38,7 @@ func TestLockTable(t *testing.T) {
 	}
 	tab := newLockTable()
 	for _, s := range steps {
-		if got := tab.set(7, s.lock, s.unlock); got != s.wantBlocked {
+		if got, _ := tab.set(7, s.lock, s.unlock); got != s.wantBlocked {
 			t.Fatalf("%s: blocked %v, want %v", s.what, got, s.wantBlocked)
 		}
 	}
@@ -67,5 +70,44 @@ func TestLockTable(t *testing.T) {
 	}
 	if lockEnd(math.MaxUint64-1, 10) != math.MaxUint64 {
 		t.Error("a range past the largest offset does not run to EOF")
+	}
+}
+
+// A blocking lock waits for the holder's release, and gives up when its
+// request is flushed.
+func TestLockWait(t *testing.T) {
+	a, b := &conn{}, &conn{}
+	holder := byteLock{owner: lockOwner{a, "h", 1}, write: true, end: math.MaxUint64}
+	waiter := byteLock{owner: lockOwner{b, "h", 2}, write: true, end: math.MaxUint64}
+	tab := newLockTable()
+	tab.set(1, holder, false)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan error, 1)
+	go func() { got <- tab.wait(ctx, 1, waiter) }()
+	select {
+	case err := <-got:
+		t.Fatalf("the waiter got the lock while it was held: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	tab.set(1, holder, true) // release
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("waiter after the release: %v", err)
+		}
+	case <-time.After(hangBound):
+		t.Fatal("the waiter was not woken by the release")
+	}
+
+	go func() { got <- tab.wait(ctx, 1, holder) }() // now the first owner waits
+	cancel()
+	select {
+	case err := <-got:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("flushed waiter: got %v, want context.Canceled", err)
+		}
+	case <-time.After(hangBound):
+		t.Fatal("a flushed waiter kept waiting")
 	}
 }
