@@ -305,3 +305,7 @@ func (n *node) RemoveXattr(ctx context.Context, name string) error {
 	}
 	return x.RemoveXattr(ctx, name)
 }
+
+// Quick passes on the mounted tree's promise; the namespace's own
+// directories are in memory (vfs.Quick).
+func (n *node) Quick() bool { return n.virtual() || vfs.IsQuick(n.inner) }

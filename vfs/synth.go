@@ -96,6 +96,9 @@ func (d *StaticDir) Attr(context.Context) (Attr, error) {
 		Atime: bootTime, Mtime: bootTime, Ctime: bootTime}, nil
 }
 
+// Quick reports that the directory is in memory (Quick).
+func (d *StaticDir) Quick() bool { return true }
+
 // Lookup finds a child by name.
 func (d *StaticDir) Lookup(_ context.Context, name string) (Node, error) {
 	if kid, ok := d.kids[name]; ok {
@@ -156,6 +159,9 @@ func NewTextFile(data []byte) *TextFile {
 }
 
 // Attr reports a regular file of the content's size.
+// Quick reports that the file is in memory (Quick).
+func (f *TextFile) Quick() bool { return true }
+
 func (f *TextFile) Attr(context.Context) (Attr, error) {
 	return Attr{Ino: f.ino, Mode: syscall.S_IFREG | 0o444, Nlink: 1,
 		Size: int64(len(f.data)), Blocks: (int64(len(f.data)) + 511) / 512,

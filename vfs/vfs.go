@@ -280,3 +280,18 @@ func UnshiftDirOffset(off, k uint64) uint64 {
 	}
 	return off - k
 }
+
+// Quick is a node whose calls, other than reads and writes of its open
+// handles, return without waiting on anything but the local kernel: no
+// network, no events, no other process. Edges may run such calls on the
+// goroutine that received the request instead of handing them to a new
+// one. A node that does not implement Quick is taken to block.
+type Quick interface {
+	Quick() bool
+}
+
+// IsQuick reports whether n promises quick calls.
+func IsQuick(n Node) bool {
+	q, ok := n.(Quick)
+	return ok && q.Quick()
+}

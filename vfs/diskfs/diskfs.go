@@ -247,6 +247,10 @@ func (n *node) closed() {
 	n.release()
 }
 
+// Quick reports that the node's calls wait only on the local disk
+// (vfs.Quick).
+func (n *node) Quick() bool { return true }
+
 // Forget records that the edges dropped the node (vfs.Forgetter).
 func (n *node) Forget() {
 	n.fs.mu.Lock()

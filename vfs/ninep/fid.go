@@ -177,6 +177,7 @@ func walkOne(ctx context.Context, p *place, name string) (*place, error) {
 	if err := vfs.CheckName("walk", name); err != nil {
 		return nil, err
 	}
+	mayBlock(ctx, p.node)
 	n, err := p.node.Lookup(ctx, name)
 	if err != nil {
 		return nil, err

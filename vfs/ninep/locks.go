@@ -152,7 +152,7 @@ func (t *lockTable) releaseConn(c *conn) {
 }
 
 func (c *conn) lock(ctx context.Context, m *Tlock) (Message, error) {
-	return withFid(c, m.Fid, func(f *fid) (Message, error) {
+	return withFid(ctx, c, m.Fid, func(f *fid) (Message, error) {
 		if m.Type > LockUnlock {
 			return nil, vfs.Error("lock", "", syscall.EINVAL)
 		}
@@ -176,7 +176,7 @@ func (c *conn) lock(ctx context.Context, m *Tlock) (Message, error) {
 }
 
 func (c *conn) getlock(ctx context.Context, m *Tgetlock) (Message, error) {
-	return withFid(c, m.Fid, func(f *fid) (Message, error) {
+	return withFid(ctx, c, m.Fid, func(f *fid) (Message, error) {
 		a, err := f.attrOf(ctx)
 		if err != nil {
 			return nil, err

@@ -81,13 +81,14 @@ func (c *conn) dispatch(ctx context.Context, m Message) Message {
 }
 
 // withFid runs fn with a reference on fid n held.
-func withFid[R any](c *conn, n uint32, fn func(*fid) (R, error)) (R, error) {
+func withFid[R any](ctx context.Context, c *conn, n uint32, fn func(*fid) (R, error)) (R, error) {
 	f, err := c.getFid(n)
 	if err != nil {
 		var zero R
 		return zero, err
 	}
 	defer c.putFid(f)
+	mayBlock(ctx, f.node())
 	return fn(f)
 }
 
@@ -119,6 +120,7 @@ func (c *conn) attach(ctx context.Context, m *Tattach) (Message, error) {
 		return nil, vfs.Error("attach", m.Aname, syscall.EOPNOTSUPP)
 	}
 	p := &place{node: c.srv.root}
+	mayBlock(ctx, p.node)
 	for _, name := range strings.Split(m.Aname, "/") {
 		if name == "" {
 			continue
@@ -143,12 +145,13 @@ func (c *conn) attach(ctx context.Context, m *Tattach) (Message, error) {
 }
 
 func (c *conn) walk(ctx context.Context, m *Twalk) (Message, error) {
-	return withFid(c, m.Fid, func(f *fid) (Message, error) {
+	return withFid(ctx, c, m.Fid, func(f *fid) (Message, error) {
 		p := f.at.Load()
 		qids := make([]QID, 0, len(m.Names))
 		for i, name := range m.Names {
 			next, err := walkOne(ctx, p, name)
 			if err == nil {
+				mayBlock(ctx, next.node)
 				var q QID
 				if q, err = nodeQID(ctx, next.node); err == nil {
 					qids = append(qids, q)
@@ -184,7 +187,7 @@ func (f *fid) attrOf(ctx context.Context) (vfs.Attr, error) {
 }
 
 func (c *conn) getattr(ctx context.Context, m *Tgetattr) (Message, error) {
-	return withFid(c, m.Fid, func(f *fid) (Message, error) {
+	return withFid(ctx, c, m.Fid, func(f *fid) (Message, error) {
 		a, err := f.attrOf(ctx)
 		if err != nil {
 			return nil, err
@@ -194,7 +197,7 @@ func (c *conn) getattr(ctx context.Context, m *Tgetattr) (Message, error) {
 }
 
 func (c *conn) setattr(ctx context.Context, m *Tsetattr) (Message, error) {
-	return withFid(c, m.Fid, func(f *fid) (Message, error) {
+	return withFid(ctx, c, m.Fid, func(f *fid) (Message, error) {
 		s := setattrFromWire(m)
 		if s.Valid == 0 {
 			return &Rsetattr{}, nil // a ctime-only touch
@@ -220,7 +223,7 @@ func (c *conn) setattr(ctx context.Context, m *Tsetattr) (Message, error) {
 const v9fsMagic = 0x01021997
 
 func (c *conn) statfs(ctx context.Context, m *Tstatfs) (Message, error) {
-	return withFid(c, m.Fid, func(f *fid) (Message, error) {
+	return withFid(ctx, c, m.Fid, func(f *fid) (Message, error) {
 		r := &Rstatfs{Type: v9fsMagic, Bsize: 4096, Namelen: 255}
 		sf, ok := f.node().(vfs.StatFSer)
 		if !ok {

@@ -41,7 +41,7 @@ func (f *fid) openHandle() (vfs.Handle, error) {
 }
 
 func (c *conn) lopen(ctx context.Context, m *Tlopen) (Message, error) {
-	return withFid(c, m.Fid, func(f *fid) (Message, error) {
+	return withFid(ctx, c, m.Fid, func(f *fid) (Message, error) {
 		if f.opened() {
 			return nil, vfs.Error("open", "", syscall.EBADF)
 		}
@@ -78,7 +78,7 @@ func openable(a vfs.Attr) bool {
 }
 
 func (c *conn) lcreate(ctx context.Context, m *Tlcreate) (Message, error) {
-	return withFid(c, m.Fid, func(f *fid) (Message, error) {
+	return withFid(ctx, c, m.Fid, func(f *fid) (Message, error) {
 		if f.opened() {
 			return nil, vfs.Error("create", m.Name, syscall.EBADF)
 		}
@@ -130,7 +130,7 @@ func (r *readReply) frame(tag uint16) []byte {
 }
 
 func (c *conn) read(ctx context.Context, m *Tread) (Message, error) {
-	return withFid(c, m.Fid, func(f *fid) (Message, error) {
+	return withFid(ctx, c, m.Fid, func(f *fid) (Message, error) {
 		if x := f.xattrValue(); x != nil {
 			return &Rread{Data: sliceAt(x, m.Offset, m.Count)}, nil
 		}
@@ -165,7 +165,7 @@ func sliceAt(b []byte, off uint64, count uint32) []byte {
 }
 
 func (c *conn) writeReq(ctx context.Context, m *Twrite) (Message, error) {
-	return withFid(c, m.Fid, func(f *fid) (Message, error) {
+	return withFid(ctx, c, m.Fid, func(f *fid) (Message, error) {
 		if ok, err := f.xattrAppend(m.Offset, m.Data); ok {
 			if err != nil {
 				return nil, err
@@ -188,7 +188,7 @@ func (c *conn) writeReq(ctx context.Context, m *Twrite) (Message, error) {
 }
 
 func (c *conn) fsync(ctx context.Context, m *Tfsync) (Message, error) {
-	return withFid(c, m.Fid, func(f *fid) (Message, error) {
+	return withFid(ctx, c, m.Fid, func(f *fid) (Message, error) {
 		h, err := f.openHandle()
 		if err != nil {
 			return nil, err
@@ -210,7 +210,7 @@ type dirCursor struct {
 }
 
 func (c *conn) readdir(ctx context.Context, m *Treaddir) (Message, error) {
-	return withFid(c, m.Fid, func(f *fid) (Message, error) {
+	return withFid(ctx, c, m.Fid, func(f *fid) (Message, error) {
 		h, err := f.openHandle()
 		if err != nil {
 			return nil, err
@@ -286,6 +286,7 @@ func (c *conn) clunk(ctx context.Context, m *Tclunk) (Message, error) {
 	if err != nil {
 		return nil, err
 	}
+	mayBlock(ctx, f.node()) // the release may call the node's Forget
 	err = f.commitXattr(ctx)
 	c.putFid(f)
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 // the caller's identity for anything fn creates.
 func (c *conn) inDir(ctx context.Context, dfid uint32, op, name string, gid uint32,
 	fn func(ctx context.Context, dir vfs.Node) (vfs.Node, error)) (QID, error) {
-	return withFid(c, dfid, func(f *fid) (QID, error) {
+	return withFid(ctx, c, dfid, func(f *fid) (QID, error) {
 		if err := vfs.CheckName(op, name); err != nil {
 			return QID{}, err
 		}
@@ -64,6 +64,7 @@ func (c *conn) link(ctx context.Context, m *Tlink) (Message, error) {
 		return nil, err
 	}
 	defer c.putFid(target)
+	mayBlock(ctx, target.node())
 	_, err = c.inDir(ctx, m.Dfid, "link", m.Name, 0, func(ctx context.Context, d vfs.Node) (vfs.Node, error) {
 		l, ok := d.(vfs.Linker)
 		if !ok {
@@ -75,7 +76,7 @@ func (c *conn) link(ctx context.Context, m *Tlink) (Message, error) {
 }
 
 func (c *conn) readlink(ctx context.Context, m *Treadlink) (Message, error) {
-	return withFid(c, m.Fid, func(f *fid) (Message, error) {
+	return withFid(ctx, c, m.Fid, func(f *fid) (Message, error) {
 		r, ok := f.node().(vfs.Readlinker)
 		if !ok {
 			return nil, vfs.Error("readlink", "", syscall.EINVAL)
@@ -89,7 +90,7 @@ func (c *conn) readlink(ctx context.Context, m *Treadlink) (Message, error) {
 }
 
 // twoFids runs fn with references on two fids held.
-func (c *conn) twoFids(a, b uint32, fn func(fa, fb *fid) error) error {
+func (c *conn) twoFids(ctx context.Context, a, b uint32, fn func(fa, fb *fid) error) error {
 	fa, err := c.getFid(a)
 	if err != nil {
 		return err
@@ -100,11 +101,13 @@ func (c *conn) twoFids(a, b uint32, fn func(fa, fb *fid) error) error {
 		return err
 	}
 	defer c.putFid(fb)
+	mayBlock(ctx, fa.node())
+	mayBlock(ctx, fb.node())
 	return fn(fa, fb)
 }
 
 func (c *conn) renameat(ctx context.Context, m *Trenameat) (Message, error) {
-	err := c.twoFids(m.OldDfid, m.NewDfid, func(from, to *fid) error {
+	err := c.twoFids(ctx, m.OldDfid, m.NewDfid, func(from, to *fid) error {
 		if err := vfs.CheckName("rename", m.OldName); err != nil {
 			return err
 		}
@@ -118,7 +121,7 @@ func (c *conn) renameat(ctx context.Context, m *Trenameat) (Message, error) {
 
 // rename is the older Trename: the fid itself moves into dfid as name.
 func (c *conn) rename(ctx context.Context, m *Trename) (Message, error) {
-	err := c.twoFids(m.Fid, m.Dfid, func(f, to *fid) error {
+	err := c.twoFids(ctx, m.Fid, m.Dfid, func(f, to *fid) error {
 		p := f.at.Load()
 		if p.parent == nil {
 			return vfs.Error("rename", m.Name, syscall.EBUSY) // the attach root
@@ -127,6 +130,7 @@ func (c *conn) rename(ctx context.Context, m *Trename) (Message, error) {
 			return err
 		}
 		dest := to.at.Load()
+		mayBlock(ctx, p.parent.node)
 		if err := p.parent.node.Rename(callerCtx(ctx, f, 0), p.name, dest.node, m.Name); err != nil {
 			return err
 		}
@@ -137,7 +141,7 @@ func (c *conn) rename(ctx context.Context, m *Trename) (Message, error) {
 }
 
 func (c *conn) unlinkat(ctx context.Context, m *Tunlinkat) (Message, error) {
-	_, err := withFid(c, m.Dfid, func(f *fid) (struct{}, error) {
+	_, err := withFid(ctx, c, m.Dfid, func(f *fid) (struct{}, error) {
 		if err := vfs.CheckName("unlink", m.Name); err != nil {
 			return struct{}{}, err
 		}
@@ -158,6 +162,8 @@ func (c *conn) remove(ctx context.Context, m *Tremove) (Message, error) {
 	if p.parent == nil {
 		return nil, vfs.Error("remove", "", syscall.EBUSY)
 	}
+	mayBlock(ctx, p.node)
+	mayBlock(ctx, p.parent.node)
 	a, err := p.node.Attr(ctx)
 	if err != nil {
 		return nil, err

@@ -17,7 +17,7 @@ const xattrReplace = 2
 // xattrwalk makes newfid a read-only view of one attribute's value, or of
 // the list of names when name is empty.
 func (c *conn) xattrwalk(ctx context.Context, m *Txattrwalk) (Message, error) {
-	return withFid(c, m.Fid, func(f *fid) (Message, error) {
+	return withFid(ctx, c, m.Fid, func(f *fid) (Message, error) {
 		value, err := readXattr(ctx, f.node(), m.Name)
 		if err != nil {
 			return nil, err
@@ -59,7 +59,7 @@ func readXattr(ctx context.Context, n vfs.Node, name string) ([]byte, error) {
 // sends removexattr (so setxattr of an empty value with XATTR_REPLACE is
 // a removal over 9P).
 func (c *conn) xattrcreate(ctx context.Context, m *Txattrcreate) (Message, error) {
-	return withFid(c, m.Fid, func(f *fid) (Message, error) {
+	return withFid(ctx, c, m.Fid, func(f *fid) (Message, error) {
 		if _, ok := f.node().(vfs.Xattrer); !ok {
 			return nil, vfs.Error("setxattr", m.Name, syscall.EOPNOTSUPP)
 		}

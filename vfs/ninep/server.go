@@ -230,11 +230,11 @@ func (c *conn) serve() {
 	<-done
 }
 
-// readLoop reads frames until one starts a request. It then hands the
-// reading on to a new goroutine and runs that request itself: the request
-// starts at once, on the goroutine that read it, with no hand-off to wait
-// for, and a request that blocks still holds up nothing else. The last
-// reader closes done when the connection ends.
+// readLoop reads and runs requests. A request that may wait hands the
+// reading on to a new goroutine (see handoff) and this one ends with it;
+// a quick one, a walk or stat on a local disk, runs right here, with no
+// goroutine to start or schedule. The last reader closes done when the
+// connection ends.
 func (c *conn) readLoop(done chan struct{}) {
 	for {
 		tag, m, bp, ok := c.next()
@@ -248,16 +248,59 @@ func (c *conn) readLoop(done chan struct{}) {
 			c.versioned = c.msize != 0
 			continue
 		}
-		run, ok := c.admit(tag, m, bp)
+		h := &handoff{start: func() { go c.readLoop(done) }}
+		run, ok := c.admit(tag, m, bp, h)
 		if !ok {
 			c.srv.log.Warn("9p connection dropped: tag reused while in flight", "tag", tag)
 			close(done)
 			return
 		}
-		go c.readLoop(done)
+		if !mayInline(m) {
+			h.do()
+		}
 		run()
-		return
+		if h.started {
+			return // another goroutine reads now
+		}
 	}
+}
+
+// handoff starts the connection's next reader, once. A request running on
+// the reader's goroutine calls it before anything that may wait, so the
+// connection is always being read: no request waits on another, and a
+// Tflush can always arrive.
+type handoff struct {
+	start   func()
+	started bool // only the request's own goroutine touches it
+}
+
+func (h *handoff) do() {
+	if !h.started {
+		h.started = true
+		h.start()
+	}
+}
+
+type handoffKey struct{}
+
+// mayBlock hands the reading on before a call on n unless n is
+// vfs.Quick.
+func mayBlock(ctx context.Context, n vfs.Node) {
+	if h, ok := ctx.Value(handoffKey{}).(*handoff); ok && !vfs.IsQuick(n) {
+		h.do()
+	}
+}
+
+// mayInline reports whether a request may start on the reader's
+// goroutine: not reads and writes of files (which may wait on a device, a
+// pipe or a session), opens, fsyncs, blocking locks, or flushes (which
+// wait for another request).
+func mayInline(m Message) bool {
+	switch m.(type) {
+	case *Tread, *Twrite, *Tlopen, *Tfsync, *Tlock, *Tflush:
+		return false
+	}
+	return true
 }
 
 // next reads and decodes one frame. It reports false, having logged why,
@@ -320,7 +363,7 @@ func (c *conn) version(tag uint16, tv *Tversion) {
 // reports false if tag is already in flight, a protocol violation. While
 // maxInflight requests run it waits, which stops the reading: flushes
 // never wait, so they can still end what holds the slots.
-func (c *conn) admit(tag uint16, m Message, bp *[]byte) (func(), bool) {
+func (c *conn) admit(tag uint16, m Message, bp *[]byte, h *handoff) (func(), bool) {
 	flush, isFlush := m.(*Tflush)
 	if !isFlush {
 		select {
@@ -330,7 +373,7 @@ func (c *conn) admit(tag uint16, m Message, bp *[]byte) (func(), bool) {
 			return func() {}, true
 		}
 	}
-	ctx, cancel := context.WithCancel(c.ctx)
+	ctx, cancel := context.WithCancel(context.WithValue(c.ctx, handoffKey{}, h))
 	r := &request{tag: tag, cancel: cancel, done: make(chan struct{})}
 	c.mu.Lock()
 	if _, busy := c.inflight[tag]; busy {

@@ -323,3 +323,52 @@ func TestSpecialFilesNotOpened(t *testing.T) {
 		}
 	}
 }
+
+// slowStat is a node that is not vfs.Quick and whose stat waits for its
+// request to end: a remote device that stopped answering.
+type slowStat struct {
+	*blockingFile
+	stat bool // block in Attr only after the first call (the walk's)
+}
+
+func (s *slowStat) Attr(ctx context.Context) (vfs.Attr, error) {
+	if !s.stat {
+		s.stat = true
+		return s.blockingFile.Attr(ctx)
+	}
+	s.entered <- struct{}{}
+	<-ctx.Done()
+	return vfs.Attr{}, vfs.Error("getattr", "slow", syscall.EINTR)
+}
+
+// Metadata requests run on the reader's goroutine only on quick nodes: a
+// getattr that waits on a node that is not quick holds up nothing else on
+// its connection, and is flushed like a blocked read.
+func TestSlowMetadataStallsNothing(t *testing.T) {
+	b := newBlockingFile()
+	slow := &slowStat{blockingFile: b}
+	tree := vfs.NewStaticDir(map[string]vfs.Node{"slow": slow, "disk": newDisk(t)})
+	_, addr := serve(t, tree)
+	_, root := dial(t, addr, "")
+	slowNode := walk(t, root, "slow")
+	ctx, cancel := context.WithCancel(context.Background())
+	res := make(chan error, 1)
+	go func() { _, err := slowNode.Attr(ctx); res <- err }()
+	select {
+	case <-b.entered:
+	case <-time.After(hangBound):
+		t.Fatal("the getattr never reached the backend")
+	}
+	err := within(t, "getattr beside a stuck one", func() error {
+		_, err := walk(t, root, "disk").Attr(context.Background())
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	err = within(t, "flushed getattr", func() error { return <-res })
+	if got := vfs.Errno(err); got != syscall.EINTR {
+		t.Errorf("flushed getattr: got %v (%v), want EINTR", got, err)
+	}
+}
