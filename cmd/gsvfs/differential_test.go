@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gsvfs/gsvfs/vfs"
 )
 
 // The differential test applies the same random sequence of file
@@ -329,7 +331,7 @@ func dfErr(err error) string {
 	if err == nil {
 		return "ok"
 	}
-	return smErrName(smErrno(err))
+	return smErrName(vfs.Errno(err))
 }
 
 func dfSum(b []byte) string {

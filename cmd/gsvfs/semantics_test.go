@@ -19,6 +19,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gsvfs/gsvfs/vfs/vfstest"
+
+	"github.com/gsvfs/gsvfs/vfs"
 )
 
 // The semantics tests check, through a real FUSE mount of the real binary,
@@ -67,18 +69,6 @@ func smName(t *testing.T) string {
 	return strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
 }
 
-// smErrno extracts the errno of an error (0 for nil, EIO if none).
-func smErrno(err error) syscall.Errno {
-	if err == nil {
-		return 0
-	}
-	var e syscall.Errno
-	if errors.As(err, &e) {
-		return e
-	}
-	return syscall.EIO
-}
-
 func smErrName(e syscall.Errno) string {
 	if e == 0 {
 		return "ok"
@@ -92,7 +82,7 @@ func smErrName(e syscall.Errno) string {
 // smWantErrno fails unless err carries want (0 meaning success).
 func smWantErrno(t *testing.T, what string, err error, want syscall.Errno) {
 	t.Helper()
-	if got := smErrno(err); got != want {
+	if got := vfs.Errno(err); got != want {
 		t.Errorf("%s: got %s (%v), want %s", what, smErrName(got), err, smErrName(want))
 	}
 }
@@ -1123,7 +1113,7 @@ func TestSemXattrs(t *testing.T) {
 	probe := filepath.Join(d.Root, "workspaces", "xattr-probe")
 	smMust(t, "probe file", os.WriteFile(probe, nil, 0o644))
 	if err := unix.Setxattr(probe, "user.probe", []byte("1"), 0); err != nil {
-		if smErrno(err) == syscall.ENOTSUP {
+		if vfs.Errno(err) == syscall.ENOTSUP {
 			t.Skipf("SKIPPED: the state directory's filesystem has no user xattrs (%v)", err)
 		}
 		t.Fatalf("setxattr on the host: %v", err)
@@ -1340,7 +1330,7 @@ func smMultiUserResults(t *testing.T, dir string) (steps map[string]string, file
 		"shared/lnk", "shared/rootfile", "shared/mine", "sg/f", "sg/d", "public", "secret", "rootonly/x"} {
 		var st unix.Stat_t
 		if err := unix.Lstat(filepath.Join(dir, name), &st); err != nil {
-			fmt.Fprintf(&b, "%s: %s\n", name, smErrName(smErrno(err)))
+			fmt.Fprintf(&b, "%s: %s\n", name, smErrName(vfs.Errno(err)))
 			continue
 		}
 		files[name] = st
@@ -1608,7 +1598,7 @@ func TestSemEscapes(t *testing.T) {
 
 		proc := fmt.Sprintf("/proc/self/fd/%d", pfd)
 		// The results are logged: any error is fine, any effect outside is not.
-		try := func(what string, err error) { t.Logf("%s on the held file: %s", what, smErrName(smErrno(err))) }
+		try := func(what string, err error) { t.Logf("%s on the held file: %s", what, smErrName(vfs.Errno(err))) }
 		buf := make([]byte, 100)
 		fd, err := unix.Open(proc, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		try("reopen for reading", err)

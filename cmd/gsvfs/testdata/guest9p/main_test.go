@@ -11,7 +11,6 @@ package guest9p
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,6 +19,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gsvfs/gsvfs/vfs"
 )
 
 // guestDirEnv names the directory on the 9P mount the tests work in.
@@ -145,19 +146,6 @@ func freshDir(t *testing.T) string {
 	return dir
 }
 
-// errnoOf extracts the errno of an error: 0 for nil, EIO when there is
-// none (which no case below expects).
-func errnoOf(err error) syscall.Errno {
-	if err == nil {
-		return 0
-	}
-	var e syscall.Errno
-	if errors.As(err, &e) {
-		return e
-	}
-	return syscall.EIO
-}
-
 // errName is an errno's symbolic name, "ok" for 0.
 func errName(e syscall.Errno) string {
 	if e == 0 {
@@ -180,7 +168,7 @@ func must(t *testing.T, what string, err error) {
 // wantErrno reports a test error unless err carries want (0: success).
 func wantErrno(t *testing.T, what string, err error, want syscall.Errno) {
 	t.Helper()
-	if got := errnoOf(err); got != want {
+	if got := vfs.Errno(err); got != want {
 		t.Errorf("%s: got %s (%v), want %s", what, errName(got), err, errName(want))
 	}
 }
