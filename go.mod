@@ -3,6 +3,7 @@ module github.com/gsvfs/gsvfs
 go 1.26.8
 
 require (
+	github.com/creack/pty v1.1.24
 	github.com/hanwen/go-fuse/v2 v2.12.1
 	github.com/hugelgupf/p9 v0.4.1
 	github.com/spf13/cobra v1.10.2

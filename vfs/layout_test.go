@@ -32,14 +32,18 @@ func TestDependenciesPointOneWay(t *testing.T) {
 	all := imports(t)
 	onlyImporter := map[string]string{
 		"github.com/hanwen/go-fuse/v2": "vfs/fusefs",
+		"github.com/creack/pty":        "shelld",
 		"github.com/spf13/cobra":       "cmd/gsvfs",
 		"golang.org/x/sys/unix":        "vfs/diskfs",
 	}
 	forbidden := map[string][]string{
 		"vfs/diskfs": {"mounts", "vfs/fusefs", "cmd/gsvfs"},
 		"vfs/fusefs": {"mounts", "vfs/diskfs", "cmd/gsvfs"},
-		"mounts":     {"vfs/diskfs", "vfs/fusefs", "cmd/gsvfs"},
-		"docs/man":   {"vfs", "mounts"},
+		"mounts":     {"vfs/diskfs", "vfs/fusefs", "vfs/ninep", "cmd/gsvfs"},
+		"vfs/ninep":  {"mounts", "vfs/diskfs", "vfs/fusefs", "cmd/gsvfs"},
+		// Sessions are processes; they know nothing of files.
+		"shelld":   {"vfs", "mounts", "vfs/diskfs", "vfs/fusefs", "vfs/ninep", "cmd/gsvfs"},
+		"docs/man": {"vfs", "mounts"},
 	}
 	for pkg, imps := range all {
 		for _, imp := range imps {

@@ -1,0 +1,193 @@
+package shelld
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Config is what a Manager's sessions run with. Zero fields take the
+// defaults of DefaultConfig.
+type Config struct {
+	Shell       string        // login shell ($SHELL, else /bin/sh)
+	Workdir     string        // where processes start (the daemon's home)
+	OutputCap   int           // output kept per session, in bytes (200,000)
+	ExecTimeout time.Duration // limit of an exec (5 minutes)
+	KillGrace   time.Duration // SIGTERM to SIGKILL (250 ms)
+	Retention   time.Duration // how long finished sessions stay (30 minutes)
+	MaxLive     int           // sessions running at once (256)
+	// Env is the allow-list: the names of the daemon's environment
+	// variables a session inherits. Nothing else of the daemon's
+	// environment reaches a session.
+	Env   []string
+	Clock func() time.Time
+}
+
+// DefaultEnv is the default allow-list.
+var DefaultEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE",
+	"LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TZ", "TERM", "TMPDIR"}
+
+func (c *Config) fill() {
+	if c.Shell == "" {
+		c.Shell = os.Getenv("SHELL")
+	}
+	if c.Shell == "" {
+		c.Shell = "/bin/sh"
+	}
+	if c.Workdir == "" {
+		c.Workdir, _ = os.UserHomeDir()
+	}
+	if c.OutputCap <= 0 {
+		c.OutputCap = 200_000
+	}
+	if c.ExecTimeout == 0 {
+		c.ExecTimeout = 5 * time.Minute
+	}
+	if c.KillGrace == 0 {
+		c.KillGrace = 250 * time.Millisecond
+	}
+	if c.Retention == 0 {
+		c.Retention = 30 * time.Minute
+	}
+	if c.MaxLive <= 0 {
+		c.MaxLive = 256
+	}
+	if c.Env == nil {
+		c.Env = DefaultEnv
+	}
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
+}
+
+// environ is the allowed part of the daemon's environment, with TERM set
+// for the terminal the session gets.
+func (c *Config) environ() []string {
+	env := []string{"TERM=xterm-256color"}
+	for _, name := range c.Env {
+		if v, ok := os.LookupEnv(name); ok && name != "TERM" {
+			env = append(env, name+"="+v)
+		}
+	}
+	return env
+}
+
+// Errors of Manager calls.
+var (
+	ErrExists  = errors.New("shelld: a session of that name exists")
+	ErrTooMany = errors.New("shelld: too many live sessions")
+	ErrNoName  = errors.New("shelld: no such session")
+)
+
+// Manager owns the sessions: names, the cap on live ones, and forgetting
+// finished ones after the retention time.
+type Manager struct {
+	cfg Config
+
+	mu       sync.Mutex
+	sessions map[string]*Session
+	next     int
+}
+
+// NewManager returns a manager running sessions with cfg.
+func NewManager(cfg Config) *Manager {
+	cfg.fill()
+	return &Manager{cfg: cfg, sessions: map[string]*Session{}}
+}
+
+// Create makes an idle session called name, or with a fresh numeric name
+// when name is empty. It fails with ErrTooMany when MaxLive sessions are
+// not yet finished.
+func (m *Manager) Create(name string) (*Session, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.liveLocked() >= m.cfg.MaxLive {
+		return nil, fmt.Errorf("%w: %d of %d", ErrTooMany, m.liveLocked(), m.cfg.MaxLive)
+	}
+	if name == "" {
+		for name == "" || m.sessions[name] != nil {
+			m.next++
+			name = fmt.Sprint(m.next)
+		}
+	}
+	if strings.ContainsAny(name, "/\x00") || name == "." || name == ".." {
+		return nil, fmt.Errorf("shelld: bad session name %q", name)
+	}
+	if m.sessions[name] != nil {
+		return nil, ErrExists
+	}
+	s := newSession(name, &m.cfg)
+	m.sessions[name] = s
+	return s, nil
+}
+
+func (m *Manager) liveLocked() int {
+	n := 0
+	for _, s := range m.sessions {
+		if done, _ := s.finished(); !done {
+			n++
+		}
+	}
+	return n
+}
+
+// Get returns the session called name.
+func (m *Manager) Get(name string) (*Session, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.sessions[name]
+	return s, ok
+}
+
+// Names lists the sessions in name order.
+func (m *Manager) Names() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	names := make([]string, 0, len(m.sessions))
+	for name := range m.sessions {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Remove kills the session's whole process group, waits until it is
+// gone, and forgets the session.
+func (m *Manager) Remove(name string) error {
+	m.mu.Lock()
+	s, ok := m.sessions[name]
+	delete(m.sessions, name)
+	m.mu.Unlock()
+	if !ok {
+		return ErrNoName
+	}
+	s.Kill()
+	return nil
+}
+
+// Reap forgets the sessions that finished more than the retention time
+// before now, and returns their names.
+func (m *Manager) Reap(now time.Time) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var gone []string
+	for name, s := range m.sessions {
+		if done, at := s.finished(); done && now.Sub(at) >= m.cfg.Retention {
+			delete(m.sessions, name)
+			gone = append(gone, name)
+		}
+	}
+	slices.Sort(gone)
+	return gone
+}
+
+// Close kills every session.
+func (m *Manager) Close() {
+	for _, name := range m.Names() {
+		m.Remove(name)
+	}
+}

@@ -1,0 +1,307 @@
+package shelld
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// hangBound bounds waits for things that happen at once; it is generous
+// so a loaded machine does not fail the tests.
+const hangBound = 10 * time.Second
+
+func newManager(t *testing.T, cfg Config) *Manager {
+	t.Helper()
+	if cfg.Shell == "" {
+		cfg.Shell = "/bin/sh"
+	}
+	if cfg.Workdir == "" {
+		cfg.Workdir = t.TempDir()
+	}
+	m := NewManager(cfg)
+	t.Cleanup(m.Close)
+	return m
+}
+
+func create(t *testing.T, m *Manager) *Session {
+	t.Helper()
+	s, err := m.Create("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func wait(t *testing.T, s *Session) Status {
+	t.Helper()
+	select {
+	case <-s.Done():
+	case <-time.After(hangBound):
+		t.Fatalf("session %s still running after %v: %+v", s.ID(), hangBound, s.Status())
+	}
+	return s.Status()
+}
+
+func output(s *Session) string {
+	start, end, _, _ := s.Output().Stat()
+	buf := make([]byte, end-start)
+	n, _ := s.Output().ReadAt(buf, start)
+	return string(buf[:n])
+}
+
+// waitOutput waits until the session's output contains want.
+func waitOutput(t *testing.T, s *Session, want string) {
+	t.Helper()
+	deadline := time.Now().Add(hangBound)
+	for !strings.Contains(output(s), want) {
+		_, end, _, _ := s.Output().Stat()
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		_, err := s.Output().Follow(ctx, end)
+		cancel()
+		if err != nil {
+			t.Fatalf("output never contained %q; it is:\n%s", want, output(s))
+		}
+	}
+}
+
+func TestExecExitCodes(t *testing.T) {
+	m := newManager(t, Config{})
+	for _, tc := range []struct {
+		cmd    string
+		state  string
+		code   int
+		signal string
+		out    string
+	}{
+		{"echo hi", Completed, 0, "", "hi"},
+		{"echo oops >&2; exit 3", Failed, 3, "", "oops"},
+		{"kill -TERM $$", Killed, -1, "SIGTERM", ""},
+		{"kill -KILL $$", Killed, -1, "SIGKILL", ""},
+	} {
+		s := create(t, m)
+		if err := s.Exec(tc.cmd); err != nil {
+			t.Fatal(err)
+		}
+		st := wait(t, s)
+		if st.Status != tc.state || st.Signal != tc.signal {
+			t.Errorf("%q: status %s signal %q, want %s %q", tc.cmd, st.Status, st.Signal, tc.state, tc.signal)
+		}
+		if tc.code >= 0 && (st.ExitCode == nil || *st.ExitCode != tc.code) {
+			t.Errorf("%q: exit code %v, want %d", tc.cmd, st.ExitCode, tc.code)
+		}
+		if tc.code < 0 && st.ExitCode != nil {
+			t.Errorf("%q: exit code %d for a killed process, want none", tc.cmd, *st.ExitCode)
+		}
+		if !strings.Contains(output(s), tc.out) {
+			t.Errorf("%q: output %q, want it to contain %q", tc.cmd, output(s), tc.out)
+		}
+		if st.Command != tc.cmd || st.EndedAt.IsZero() || st.Pid == 0 {
+			t.Errorf("%q: status %+v", tc.cmd, st)
+		}
+	}
+}
+
+// A timeout sends SIGTERM to the process group, and SIGKILL after the
+// grace time to what ignores it.
+func TestExecTimeout(t *testing.T) {
+	m := newManager(t, Config{KillGrace: 100 * time.Millisecond})
+	for _, tc := range []struct{ cmd, signal string }{
+		{"sleep 30", "SIGTERM"},
+		{"trap '' TERM; sleep 30", "SIGKILL"},
+	} {
+		s := create(t, m)
+		s.SetTimeout(200 * time.Millisecond)
+		if err := s.Exec(tc.cmd); err != nil {
+			t.Fatal(err)
+		}
+		st := wait(t, s)
+		if !st.TimedOut || st.Status != Killed || st.Signal != tc.signal {
+			t.Errorf("%q: timedOut %v status %s signal %s, want true killed %s", tc.cmd, st.TimedOut, st.Status, st.Signal, tc.signal)
+		}
+	}
+}
+
+// An interactive shell keeps its working directory and variables from one
+// command line to the next.
+func TestShellKeepsState(t *testing.T) {
+	dir := t.TempDir()
+	m := newManager(t, Config{})
+	s := create(t, m)
+	if err := s.StartShell(); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{"cd " + dir, "X=forty-two", `echo "at:$PWD:$X"`} {
+		if _, err := s.Write([]byte(line + "\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitOutput(t, s, "at:"+dir+":forty-two")
+	if _, err := s.Write([]byte("exit 7\n")); err != nil {
+		t.Fatal(err)
+	}
+	st := wait(t, s)
+	if st.Status != Failed || st.ExitCode == nil || *st.ExitCode != 7 {
+		t.Errorf("after exit 7: %+v", st)
+	}
+	if _, err := s.Write([]byte("echo late\n")); !errors.Is(err, ErrExited) {
+		t.Errorf("write after exit: %v, want ErrExited", err)
+	}
+}
+
+// Only the allow-listed part of the daemon's environment reaches a
+// session, plus what the session was given.
+func TestEnvironmentAllowList(t *testing.T) {
+	t.Setenv("GSVFS_TEST_SECRET", "hunter2")
+	m := newManager(t, Config{})
+	s := create(t, m)
+	if err := s.SetEnv("GIVEN=yes"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Exec("env"); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, s)
+	out := output(s)
+	if strings.Contains(out, "hunter2") {
+		t.Errorf("the daemon's secret reached the session:\n%s", out)
+	}
+	for _, want := range []string{"PATH=", "GIVEN=yes", "TERM=xterm-256color"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("environment lacks %s:\n%s", want, out)
+		}
+	}
+}
+
+// Output past the cap keeps the tail intact and says it was truncated; a
+// process nobody reads runs to its end.
+func TestOutputCap(t *testing.T) {
+	m := newManager(t, Config{OutputCap: 1000})
+	s := create(t, m)
+	if err := s.Exec("seq 1 50000"); err != nil {
+		t.Fatal(err)
+	}
+	st := wait(t, s)
+	if st.Status != Completed || !st.Truncated || st.Output < 200_000 {
+		t.Fatalf("status %+v, want completed, truncated, all output counted", st)
+	}
+	tail := strings.Fields(string(s.Output().Tail(30)))
+	if got := tail[len(tail)-1]; got != "50000" {
+		t.Errorf("last line %q, want 50000", got)
+	}
+}
+
+// Removing a session kills its whole process group and waits for it: no
+// process it started is left on the host.
+func TestRemoveLeavesNoProcess(t *testing.T) {
+	m := newManager(t, Config{})
+	s := create(t, m)
+	if err := s.Exec("sleep 100 & sleep 100 & echo started; wait"); err != nil {
+		t.Fatal(err)
+	}
+	waitOutput(t, s, "started")
+	pgid := s.Status().Pid
+	if got := groupMembers(t, pgid); len(got) < 3 {
+		t.Fatalf("process group %d: %v, want the shell and two sleeps", pgid, got)
+	}
+	if err := m.Remove(s.ID()); err != nil {
+		t.Fatal(err)
+	}
+	if got := groupMembers(t, pgid); len(got) != 0 {
+		t.Errorf("process group %d after remove: %v still running", pgid, got)
+	}
+	if _, ok := m.Get(s.ID()); ok {
+		t.Error("the removed session is still listed")
+	}
+}
+
+// groupMembers lists the live processes of a process group, from /proc.
+func groupMembers(t *testing.T, pgid int) []int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skip("no /proc: ", err)
+	}
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...; comm may hold spaces.
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(f) > 2 && f[0] != "Z" && f[2] == strconv.Itoa(pgid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// Finished sessions are forgotten after the retention time, measured on
+// the injected clock; running ones never.
+func TestRetention(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	m := newManager(t, Config{Retention: 30 * time.Minute, Clock: clock})
+	done, running := create(t, m), create(t, m)
+	done.Exec("true")
+	running.Exec("sleep 30")
+	wait(t, done)
+	if gone := m.Reap(now.Add(29 * time.Minute)); len(gone) != 0 {
+		t.Errorf("reaped before the retention time: %v", gone)
+	}
+	if gone := m.Reap(now.Add(30 * time.Minute)); len(gone) != 1 || gone[0] != done.ID() {
+		t.Errorf("reaped at the retention time: %v, want [%s]", gone, done.ID())
+	}
+	if _, ok := m.Get(running.ID()); !ok {
+		t.Error("a running session was reaped")
+	}
+}
+
+// The cap on live sessions refuses more with ErrTooMany; finished ones do
+// not count.
+func TestMaxLive(t *testing.T) {
+	m := newManager(t, Config{MaxLive: 2})
+	a, b := create(t, m), create(t, m)
+	if _, err := m.Create(""); !errors.Is(err, ErrTooMany) {
+		t.Fatalf("third session: %v, want ErrTooMany", err)
+	}
+	a.Exec("true")
+	wait(t, a)
+	if _, err := m.Create(""); err != nil {
+		t.Errorf("after one finished: %v", err)
+	}
+	_ = b
+	if _, err := m.Create("x/y"); err == nil {
+		t.Error("a name with a slash was accepted")
+	}
+}
+
+// Signals by name reach the process group.
+func TestSignal(t *testing.T) {
+	m := newManager(t, Config{})
+	s := create(t, m)
+	s.Exec("trap 'echo got-usr1; exit 0' USR1; echo ready; while :; do sleep 0.05; done")
+	waitOutput(t, s, "ready")
+	sig, err := ParseSignal("USR1")
+	if err != nil || sig != syscall.SIGUSR1 {
+		t.Fatalf("ParseSignal(USR1): %v, %v", sig, err)
+	}
+	if err := s.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	waitOutput(t, s, "got-usr1")
+	if _, err := ParseSignal("NOPE"); err == nil {
+		t.Error("ParseSignal(NOPE) succeeded")
+	}
+}
