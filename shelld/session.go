@@ -1,11 +1,14 @@
 package shelld
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -200,11 +203,57 @@ func (s *Session) terminate() {
 }
 
 // Kill ends the session's whole process group at once (SIGKILL) and waits
-// until it is gone. An idle or finished session is left as it is.
+// until it is gone: the session's process, and every process still in its
+// group (background jobs), so nothing it started outlives it. An idle
+// session is left as it is.
 func (s *Session) Kill() {
+	s.mu.Lock()
+	pgid := 0
+	if s.cmd != nil && s.cmd.Process != nil {
+		pgid = s.cmd.Process.Pid
+	}
+	s.mu.Unlock()
 	if s.signalGroup(syscall.SIGKILL) == nil {
 		<-s.done
 	}
+	if pgid != 0 {
+		reapGroup(pgid)
+	}
+}
+
+// reapGroup kills what is left of process group pgid and waits, at most a
+// second, until no member is alive. Members that died but are not yet
+// reaped by their new parent (zombies) do not count.
+func reapGroup(pgid int) {
+	deadline := time.Now().Add(time.Second)
+	for syscall.Kill(-pgid, syscall.SIGKILL) == nil && liveMembers(pgid) > 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// liveMembers counts the processes of group pgid that are not zombies,
+// from /proc.
+func liveMembers(pgid int) int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range ents {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// "pid (comm) state ppid pgrp ...": comm may hold anything.
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) > 2 && f[0] != "Z" && f[2] == strconv.Itoa(pgid) {
+			n++
+		}
+	}
+	return n
 }
 
 // Signal sends sig to the session's process group.

@@ -3,8 +3,6 @@ package shelld
 import (
 	"context"
 	"errors"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -206,44 +204,18 @@ func TestRemoveLeavesNoProcess(t *testing.T) {
 	}
 	waitOutput(t, s, "started")
 	pgid := s.Status().Pid
-	if got := groupMembers(t, pgid); len(got) < 3 {
-		t.Fatalf("process group %d: %v, want the shell and two sleeps", pgid, got)
+	if got := liveMembers(pgid); got < 3 {
+		t.Fatalf("process group %d: %d processes, want the shell and two sleeps", pgid, got)
 	}
 	if err := m.Remove(s.ID()); err != nil {
 		t.Fatal(err)
 	}
-	if got := groupMembers(t, pgid); len(got) != 0 {
-		t.Errorf("process group %d after remove: %v still running", pgid, got)
+	if got := liveMembers(pgid); got != 0 {
+		t.Errorf("process group %d after remove: %d processes still running", pgid, got)
 	}
 	if _, ok := m.Get(s.ID()); ok {
 		t.Error("the removed session is still listed")
 	}
-}
-
-// groupMembers lists the live processes of a process group, from /proc.
-func groupMembers(t *testing.T, pgid int) []int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Skip("no /proc: ", err)
-	}
-	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid pgrp ...; comm may hold spaces.
-		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-		if len(f) > 2 && f[0] != "Z" && f[2] == strconv.Itoa(pgid) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
 }
 
 // Finished sessions are forgotten after the retention time, measured on
