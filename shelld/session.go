@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -20,6 +19,7 @@ import (
 const (
 	Idle      = "idle"      // made, no process yet
 	Running   = "running"   // the process runs
+	Waiting   = "waiting"   // it runs, blocked reading its terminal: at the prompt, or a program wants input
 	Completed = "completed" // it exited with status 0
 	Failed    = "failed"    // it exited non-zero, or could not start
 	Killed    = "killed"    // a signal ended it (kill, timeout, signal verb)
@@ -73,6 +73,18 @@ type Session struct {
 	timedOut bool
 	lastErr  string
 	done     chan struct{} // closed when the process has exited and its output is drained
+	pts      string        // the terminal's device, /dev/pts/N
+	integ    *integration  // the shell integration of an interactive shell, if any
+
+	// rd serializes the reading of the terminal with what follows from
+	// it: the stripping of markers, the Log, the command records.
+	rd    sync.Mutex
+	rbuf  []byte
+	strip *stripper // nil without an integration
+	trk   *tracker  // nil unless an interactive shell
+	flush *time.Timer
+
+	wmu sync.Mutex // one write to the terminal at a time, with its records
 }
 
 func newSession(id string, cfg *Config) *Session {
@@ -89,9 +101,19 @@ func (s *Session) Output() *Log { return s.out }
 // Done is closed once the process has exited and its output is drained.
 func (s *Session) Done() <-chan struct{} { return s.done }
 
-// StartShell runs the interactive login shell.
+// StartShell runs the interactive login shell, with the shell
+// integration that lets the session follow its command lines (commands.go)
+// when it is bash, zsh or a POSIX sh; another shell runs as it is, and its
+// records only end when the next line is written.
 func (s *Session) StartShell() error {
-	return s.start(s.cfg.Shell, []string{"-l"}, s.cfg.Shell+" -l", 0)
+	s.mu.Lock()
+	env := append(s.cfg.environ(), s.env...)
+	s.mu.Unlock()
+	in, err := newIntegration(s.cfg.Shell, env)
+	if err != nil {
+		in = nil // run it plain rather than not at all
+	}
+	return s.startWith(s.cfg.Shell, []string{"-l"}, s.cfg.Shell+" -l", 0, in, true)
 }
 
 // Exec runs one command with `$SHELL -lc`, under the exec timeout unless
@@ -103,27 +125,41 @@ func (s *Session) Exec(command string) error {
 	if timeout == 0 {
 		timeout = s.cfg.ExecTimeout
 	}
-	return s.start(s.cfg.Shell, []string{"-lc", command}, command, timeout)
+	return s.startWith(s.cfg.Shell, []string{"-lc", command}, command, timeout, nil, false)
 }
 
-func (s *Session) start(path string, args []string, command string, timeout time.Duration) error {
+func (s *Session) startWith(path string, args []string, command string, timeout time.Duration, in *integration, interactive bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state != Idle {
+		in.remove()
 		return s.failLocked(ErrStarted)
+	}
+	env := append(s.cfg.environ(), s.env...)
+	if in != nil {
+		args = in.args
+		env = append(env, in.env...)
 	}
 	cmd := exec.Command(path, args...)
 	cmd.Dir = s.workdir
-	cmd.Env = append(s.cfg.environ(), s.env...)
-	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 24, Cols: 80})
+	cmd.Env = env
+	tty, pts, err := startPty(cmd, 24, 80)
 	if err != nil {
+		in.remove()
 		s.state = Failed
 		s.out.Close()
 		close(s.done)
 		return s.failLocked(fmt.Errorf("start %s: %w", path, err))
 	}
-	s.cmd, s.tty, s.command, s.state = cmd, tty, command, Running
+	s.cmd, s.tty, s.pts, s.command, s.state = cmd, tty, pts, command, Running
 	s.started = s.cfg.Clock()
+	s.rbuf = make([]byte, 16<<10)
+	if in != nil {
+		s.integ, s.strip = in, newStripper(in.nonce)
+	}
+	if interactive {
+		s.trk = newTracker(cmd.Process.Pid, in != nil && in.hasC, in != nil && in.editor, s.cfg.Clock)
+	}
 	go s.run()
 	if timeout > 0 {
 		time.AfterFunc(timeout, s.expire)
@@ -137,12 +173,39 @@ func (s *Session) start(path string, args []string, command string, timeout time
 // running.
 const drainGrace = 100 * time.Millisecond
 
+// startPty starts cmd as a session leader on a new terminal of the given
+// size, and returns the terminal's master side (non-blocking, read through
+// the runtime's poller) and the device name of its slave side.
+func startPty(cmd *exec.Cmd, rows, cols uint16) (*os.File, string, error) {
+	master, slave, err := pty.Open()
+	if err != nil {
+		return nil, "", err
+	}
+	defer slave.Close()
+	if master, err = pollable(master); err != nil {
+		return nil, "", err
+	}
+	// Sized on the slave side: creack/pty's ioctls would put the
+	// master into blocking mode.
+	if err := pty.Setsize(slave, &pty.Winsize{Rows: rows, Cols: cols}); err != nil {
+		master.Close()
+		return nil, "", err
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := cmd.Start(); err != nil {
+		master.Close()
+		return nil, "", err
+	}
+	return master, slave.Name(), nil
+}
+
 // run drains the terminal into the log (always, so a process nobody reads
 // never stalls on a full terminal) and records how the process ended.
 func (s *Session) run() {
 	drained := make(chan struct{})
 	go func() {
-		io.Copy(s.out, s.tty) // ends with EIO once the last writer closes
+		s.pump() // ends with EIO once the last writer closes
 		close(drained)
 	}()
 	err := s.cmd.Wait()
@@ -153,11 +216,125 @@ func (s *Session) run() {
 	s.mu.Lock()
 	s.ended = s.cfg.Clock()
 	s.recordExitLocked(err)
+	code := s.exitCode
 	s.mu.Unlock()
+	s.rd.Lock()
+	if s.strip != nil {
+		s.strip.flush(s.emit)
+	}
+	if s.trk != nil {
+		s.trk.finish(code)
+	}
+	s.rd.Unlock()
+	s.integ.remove()
 	s.out.Close()
 	close(s.done)
 	<-drained
 	s.tty.Close()
+}
+
+// pump reads the terminal until it ends: whatever is there, as soon as it
+// is there.
+func (s *Session) pump() {
+	rc, err := s.tty.SyscallConn()
+	if err != nil {
+		return
+	}
+	for {
+		var end bool
+		err := rc.Read(func(fd uintptr) bool {
+			more, ended := s.readTerminal(fd)
+			end = ended
+			if !more && !ended {
+				s.armFlush()
+			}
+			return more || ended
+		})
+		if err != nil || end {
+			return
+		}
+	}
+}
+
+// drain reads what the terminal holds now, without waiting; what a
+// process wrote before it is then in the Log and the records.
+func (s *Session) drain() {
+	rc, err := s.tty.SyscallConn()
+	if err != nil {
+		return
+	}
+	rc.Control(func(fd uintptr) {
+		for {
+			if more, _ := s.readTerminal(fd); !more {
+				return
+			}
+		}
+	})
+}
+
+// readTerminal makes one non-blocking read of the terminal and takes in
+// what it got. more: there may be more to read at once; ended: the
+// terminal has no writer left (or failed).
+func (s *Session) readTerminal(fd uintptr) (more, ended bool) {
+	s.rd.Lock()
+	defer s.rd.Unlock()
+	for {
+		n, err := syscall.Read(int(fd), s.rbuf)
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err == syscall.EAGAIN:
+			return false, false
+		case err != nil || n <= 0:
+			return false, true
+		}
+		s.takeLocked(s.rbuf[:n])
+		return true, false
+	}
+}
+
+// takeLocked passes output on to the Log, taking prompt markers out.
+func (s *Session) takeLocked(p []byte) {
+	if s.strip == nil {
+		s.emit(p)
+		return
+	}
+	s.strip.feed(p, s.emit, func(body []byte) {
+		m, ok := parseMarker(body)
+		if ok && s.trk != nil && s.trk.mark(m) && m.kind == 'D' && s.trk.prompts == 1 {
+			// The shell has read its start-up files.
+			go s.integ.remove()
+		}
+	})
+}
+
+func (s *Session) emit(p []byte) {
+	s.out.Write(p)
+	if s.trk != nil {
+		s.trk.text(p)
+	}
+}
+
+// flushDelay is how long the beginning of what may be a prompt marker is
+// held back from the Log at the end of what the terminal had, waiting for
+// the rest. Shells write a marker at once, so the rest is there when it is
+// one; otherwise the bytes were output and go to the Log after the delay.
+const flushDelay = 50 * time.Millisecond
+
+// armFlush is called with the terminal read empty.
+func (s *Session) armFlush() {
+	s.rd.Lock()
+	defer s.rd.Unlock()
+	if s.strip == nil || len(s.strip.held) == 0 || s.flush != nil {
+		return
+	}
+	s.flush = time.AfterFunc(flushDelay, func() {
+		s.drain()
+		s.rd.Lock()
+		defer s.rd.Unlock()
+		s.flush = nil
+		s.strip.flush(s.emit)
+	})
 }
 
 func (s *Session) recordExitLocked(err error) {
@@ -231,14 +408,18 @@ func reapGroup(pgid int) {
 	}
 }
 
-// liveMembers counts the processes of group pgid that are not zombies,
-// from /proc.
-func liveMembers(pgid int) int {
+// liveMembers counts the processes of group pgid that are not zombies.
+func liveMembers(pgid int) int { return len(groupPids(pgid)) }
+
+// groupPids lists the processes of group pgid that are not zombies, from
+// /proc.
+func groupPids(pgid int) []int {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0
+		return nil
 	}
-	n := 0
+	want := strconv.Itoa(pgid)
+	var pids []int
 	for _, e := range ents {
 		if e.Name()[0] < '0' || e.Name()[0] > '9' {
 			continue
@@ -249,11 +430,13 @@ func liveMembers(pgid int) int {
 		}
 		// "pid (comm) state ppid pgrp ...": comm may hold anything.
 		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-		if len(f) > 2 && f[0] != "Z" && f[2] == strconv.Itoa(pgid) {
-			n++
+		if len(f) > 2 && f[0] != "Z" && f[2] == want {
+			if pid, err := strconv.Atoi(e.Name()); err == nil {
+				pids = append(pids, pid)
+			}
 		}
 	}
-	return n
+	return pids
 }
 
 // Signal sends sig to the session's process group.
@@ -278,7 +461,9 @@ func (s *Session) signalGroup(sig syscall.Signal) error {
 }
 
 // Write sends p to the process's terminal. After the process has exited
-// it fails with ErrExited (EPIPE at the edges).
+// it fails with ErrExited (EPIPE at the edges). In an interactive shell
+// each command line it completes gets a record (commands.go), unless the
+// command running waits for input: then the lines are that input.
 func (s *Session) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	tty, state := s.tty, s.state
@@ -288,6 +473,11 @@ func (s *Session) Write(p []byte) (int, error) {
 			return 0, ErrNotRun
 		}
 		return 0, ErrExited
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.trk != nil {
+		s.noteInput(p)
 	}
 	return tty.Write(p)
 }
@@ -305,7 +495,7 @@ func (s *Session) Resize(rows, cols uint16) error {
 	if s.state != Running {
 		return s.failLocked(ErrNotRun)
 	}
-	return pty.Setsize(s.tty, &pty.Winsize{Rows: rows, Cols: cols})
+	return setWinsize(s.tty, rows, cols)
 }
 
 // SetTimeout sets the time limit of the next Exec (0: the default).
@@ -351,8 +541,12 @@ func (s *Session) failLocked(err error) error {
 	return err
 }
 
-// Status returns a snapshot.
+// Status returns a snapshot. A running process blocked reading its
+// terminal (an interactive shell at its prompt, or a program waiting for
+// input) is reported as waiting; this looks at the terminal and the
+// processes in front of it now.
 func (s *Session) Status() Status {
+	waiting := s.settle()
 	start, end, _, _ := s.out.Stat()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -361,6 +555,9 @@ func (s *Session) Status() Status {
 		ExitCode: s.exitCode, Signal: s.signal, TimedOut: s.timedOut,
 		StartedAt: s.started, EndedAt: s.ended, Output: end,
 		Truncated: start > 0, LastError: s.lastErr,
+	}
+	if waiting && st.Status == Running {
+		st.Status = Waiting
 	}
 	if s.cmd != nil && s.cmd.Process != nil {
 		st.Pid = s.cmd.Process.Pid

@@ -109,12 +109,17 @@ func TestExecExitCodes(t *testing.T) {
 // grace time to what ignores it.
 func TestExecTimeout(t *testing.T) {
 	m := newManager(t, Config{KillGrace: 100 * time.Millisecond})
-	for _, tc := range []struct{ cmd, signal string }{
-		{"sleep 30", "SIGTERM"},
-		{"trap '' TERM; sleep 30", "SIGKILL"},
+	for _, tc := range []struct {
+		cmd, signal string
+		timeout     time.Duration
+	}{
+		{"sleep 30", "SIGTERM", 200 * time.Millisecond},
+		// Long enough for the shell to have set its trap before the
+		// SIGTERM comes, even on a loaded machine.
+		{"trap '' TERM; sleep 30", "SIGKILL", 2 * time.Second},
 	} {
 		s := create(t, m)
-		s.SetTimeout(200 * time.Millisecond)
+		s.SetTimeout(tc.timeout)
 		if err := s.Exec(tc.cmd); err != nil {
 			t.Fatal(err)
 		}
