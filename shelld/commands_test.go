@@ -34,6 +34,12 @@ var testShells = []struct {
 // forShells runs f in a subtest per shell, with an interactive session of
 // that shell started.
 func forShells(t *testing.T, f func(t *testing.T, shell string, s *Session)) {
+	forShellsWith(t, func(*Session) {}, f)
+}
+
+// forShellsWith is forShells with setup run on each session before its
+// shell starts.
+func forShellsWith(t *testing.T, setup func(*Session), f func(t *testing.T, shell string, s *Session)) {
 	for _, sh := range testShells {
 		t.Run(sh.name, func(t *testing.T) {
 			path, err := sh.find(t)
@@ -42,6 +48,7 @@ func forShells(t *testing.T, f func(t *testing.T, shell string, s *Session)) {
 			}
 			m := newManager(t, Config{Shell: path})
 			s := create(t, m)
+			setup(s)
 			if err := s.StartShell(); err != nil {
 				t.Fatal(err)
 			}
@@ -307,24 +314,13 @@ func TestShellReadsLoginFiles(t *testing.T) {
 		}
 	}
 	t.Setenv("HOME", home)
-	for _, sh := range testShells {
-		t.Run(sh.name, func(t *testing.T) {
-			path, err := sh.find(t)
-			if err != nil {
-				t.Skipf("SKIPPED: %s is not installed here: %v", sh.name, err)
-			}
-			m := newManager(t, Config{Shell: path})
-			s := create(t, m)
-			s.SetEnv("ENV=" + filepath.Join(home, "envrc"))
-			if err := s.StartShell(); err != nil {
-				t.Fatal(err)
-			}
-			want := map[string]string{"bash": "profile:", "dash": "profile:envrc", "busybox": "profile:envrc", "zsh": "zprofile:zshrc"}[sh.name]
-			if c := run(t, s, `echo "$GSVFS_LOGIN:$GSVFS_RC"`); outputOf(s, c) != want+"\n" {
-				t.Errorf("login files: %q, want %q", outputOf(s, c), want)
-			}
-		})
-	}
+	setup := func(s *Session) { s.SetEnv("ENV=" + filepath.Join(home, "envrc")) }
+	forShellsWith(t, setup, func(t *testing.T, shell string, s *Session) {
+		want := map[string]string{"bash": "profile:", "dash": "profile:envrc", "busybox": "profile:envrc", "zsh": "zprofile:zshrc"}[shell]
+		if c := run(t, s, `echo "$GSVFS_LOGIN:$GSVFS_RC"`); outputOf(s, c) != want+"\n" {
+			t.Errorf("login files: %q, want %q", outputOf(s, c), want)
+		}
+	})
 }
 
 // A command that ends the shell ends with the shell's exit code; one the
@@ -591,9 +587,8 @@ func TestTrackerEvents(t *testing.T) {
 	tr := newTracker(7, false, true, time.Now)
 	text := func(s string) { tr.text([]byte(s)) }
 	mk := func(kind byte, status, seq int) { tr.mark(marker{pid: 7, kind: kind, status: status, seq: seq}) }
-	mk('D', 0, 1)
-	text("$ ")
-	mk('B', 0, 0)
+	prompt := func(status, seq int) { mk('D', status, seq); text("$ "); mk('B', 0, 0) } // the shell's prompt
+	prompt(0, 1)
 	tr.add("python3")
 	tr.add("print(1)")
 	tr.add("exit()")
@@ -616,16 +611,12 @@ func TestTrackerEvents(t *testing.T) {
 	text("echo $i\r\n> ")
 	mk('S', 0, 0)
 	text("done\r\n1\r\n")
-	mk('D', 3, 3)
-	text("$ ")
-	mk('B', 0, 0)
+	prompt(3, 3)
 	tr.add("read v")
 	tr.add("typed")
 	tr.add("echo y")
 	text("read v\r\ntyped\r\n")
-	mk('D', 0, 4)
-	text("$ ")
-	mk('B', 0, 0)
+	prompt(0, 4)
 	text("echo y\r\ny\r\n")
 	mk('D', 0, 5)
 	for _, tc := range []struct {
@@ -664,30 +655,21 @@ func TestTrackerTerminalEcho(t *testing.T) {
 	tr := newTracker(7, false, false, time.Now)
 	text := func(s string) { tr.text([]byte(s)) }
 	mk := func(kind byte, status, seq int) { tr.mark(marker{pid: 7, kind: kind, status: status, seq: seq}) }
-	mk('D', 0, 1)
-	text("$ ")
-	mk('B', 0, 0)
+	prompt := func(status, seq int) { mk('D', status, seq); text("$ "); mk('B', 0, 0) } // the shell's prompt
+	prompt(0, 1)
 	tr.add("echo a")
 	tr.add("echo b")
 	text("echo a\r\necho b\r\na\r\n")
-	mk('D', 0, 2)
-	text("$ ")
-	mk('B', 0, 0)
+	prompt(0, 2)
 	text("b\r\n")
-	mk('D', 0, 3)
-	text("$ ")
-	mk('B', 0, 0)
+	prompt(0, 3)
 	tr.add("sleep 1")
 	text("sleep 1\r\n")
 	tr.add("true")
 	tr.add("echo c")
 	text("true\r\necho c\r\n") // typed while sleep ran
-	mk('D', 0, 4)
-	text("$ ")
-	mk('B', 0, 0)
-	mk('D', 0, 5)
-	text("$ ")
-	mk('B', 0, 0)
+	prompt(0, 4)
+	prompt(0, 5)
 	text("c\r\n")
 	mk('D', 0, 6)
 	for _, tc := range []struct {
