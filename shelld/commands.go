@@ -639,36 +639,63 @@ func (s *Session) LastCommand() (Command, bool) {
 }
 
 // WaitCommand waits until record n has ended or waits for input, or ctx
-// ends, and returns it. Its end is seen as soon as the output shows it;
-// whether it waits for input is looked at (on the terminal) 1 ms after
-// output stops, then less and less often, at least every 50 ms.
+// ends, and returns it (see poll for how often it looks).
 func (s *Session) WaitCommand(ctx context.Context, n int) (Command, error) {
 	t := s.records()
 	if t == nil {
 		return Command{}, ErrNoCommand
 	}
+	var c Command
+	var missing bool
+	err := s.poll(ctx, func(probed bool) bool {
+		s.rd.Lock()
+		defer s.rd.Unlock()
+		r := t.find(n)
+		if r == nil {
+			missing = true
+			return true
+		}
+		c = t.snapshot(r)
+		return r.phase == ended || (probed && c.Status == Waiting)
+	})
+	if missing {
+		return Command{}, ErrNoCommand
+	}
+	return c, err
+}
+
+// Wait waits until the session's process has exited or waits for input
+// on its terminal, or ctx ends, and returns the status then. An idle
+// session is returned at once: it has nothing to wait for.
+func (s *Session) Wait(ctx context.Context) (Status, error) {
+	var st Status
+	err := s.poll(ctx, func(probed bool) bool {
+		if !probed {
+			return false
+		}
+		st = s.Status()
+		return st.Status != Running
+	})
+	return st, err
+}
+
+// poll calls done until it reports true or ctx ends. done(true) follows a
+// fresh look at the terminal (settle); done(false) only follows new
+// output. The end of a command shows in the output at once; whether the
+// terminal waits for input is looked at 1 ms after output stops, then
+// less and less often, at least every 50 ms.
+func (s *Session) poll(ctx context.Context, done func(probed bool) bool) error {
 	delay := time.Millisecond
 	probe := true
 	for {
 		if probe {
 			s.settle()
 		}
-		s.rd.Lock()
-		r := t.find(n)
-		var c Command
-		done := false
-		if r != nil {
-			c, done = t.snapshot(r), r.phase == ended
-		}
-		s.rd.Unlock()
-		if r == nil {
-			return Command{}, ErrNoCommand
-		}
-		if done || (probe && c.Status == Waiting) {
-			return c, nil
+		if done(probe) {
+			return nil
 		}
 		if err := ctx.Err(); err != nil {
-			return c, err
+			return err
 		}
 		_, end, _, _ := s.out.Stat()
 		wctx, cancel := context.WithTimeout(ctx, delay)

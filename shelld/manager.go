@@ -31,6 +31,13 @@ type Config struct {
 var DefaultEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE",
 	"LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TZ", "TERM", "TMPDIR"}
 
+// DefaultConfig returns the defaults a zero Config takes.
+func DefaultConfig() Config {
+	var c Config
+	c.fill()
+	return c
+}
+
 func (c *Config) fill() {
 	if c.Shell == "" {
 		c.Shell = os.Getenv("SHELL")
@@ -133,6 +140,14 @@ func (m *Manager) liveLocked() int {
 		}
 	}
 	return n
+}
+
+// Live reports how many sessions are not yet finished (idle or running)
+// and how many may be.
+func (m *Manager) Live() (live, limit int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.liveLocked(), m.cfg.MaxLive
 }
 
 // Get returns the session called name.

@@ -64,6 +64,7 @@ type Session struct {
 	workdir  string
 	env      []string // additions from `env K=V`, applied at start
 	timeout  time.Duration
+	size     [2]uint16 // rows, cols of the terminal
 	cmd      *exec.Cmd
 	tty      *os.File
 	started  time.Time
@@ -89,7 +90,7 @@ type Session struct {
 
 func newSession(id string, cfg *Config) *Session {
 	return &Session{id: id, cfg: cfg, out: NewLog(cfg.OutputCap, cfg.Clock),
-		state: Idle, workdir: cfg.Workdir, done: make(chan struct{})}
+		state: Idle, workdir: cfg.Workdir, size: [2]uint16{24, 80}, done: make(chan struct{})}
 }
 
 // ID is the session's name.
@@ -143,7 +144,7 @@ func (s *Session) startWith(path string, args []string, command string, timeout 
 	cmd := exec.Command(path, args...)
 	cmd.Dir = s.workdir
 	cmd.Env = env
-	tty, pts, err := startPty(cmd, 24, 80)
+	tty, pts, err := startPty(cmd, s.size[0], s.size[1])
 	if err != nil {
 		in.remove()
 		s.state = Failed
@@ -488,14 +489,49 @@ func (s *Session) EOF() error {
 	return err
 }
 
-// Resize sets the terminal's size.
+// Resize sets the terminal's size; before the start, the size the
+// process starts with (24 rows of 80 columns unless set).
 func (s *Session) Resize(rows, cols uint16) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.state != Running {
-		return s.failLocked(ErrNotRun)
+	if rows == 0 || cols == 0 {
+		return s.failLocked(fmt.Errorf("terminal size %dx%d: rows and columns must be positive", rows, cols))
 	}
-	return setWinsize(s.tty, rows, cols)
+	switch s.state {
+	case Idle:
+		s.size = [2]uint16{rows, cols}
+		return nil
+	case Running:
+		s.size = [2]uint16{rows, cols}
+		return setWinsize(s.tty, rows, cols)
+	}
+	return s.failLocked(ErrExited)
+}
+
+// Environ returns the environment the process starts (or started) with:
+// the allowed part of the daemon's, then what `env` added.
+func (s *Session) Environ() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append(s.cfg.environ(), s.env...)
+}
+
+// Cwd returns the live working directory of the session's process, or
+// the directory it starts in when none runs.
+func (s *Session) Cwd() string {
+	s.mu.Lock()
+	dir, state := s.workdir, s.state
+	var pid int
+	if s.cmd != nil && s.cmd.Process != nil {
+		pid = s.cmd.Process.Pid
+	}
+	s.mu.Unlock()
+	if state == Running && pid > 0 {
+		if live, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid)); err == nil {
+			return live
+		}
+	}
+	return dir
 }
 
 // SetTimeout sets the time limit of the next Exec (0: the default).
@@ -512,6 +548,11 @@ func (s *Session) SetWorkdir(dir string) error {
 	defer s.mu.Unlock()
 	if s.state != Idle {
 		return s.failLocked(ErrStarted)
+	}
+	if fi, err := os.Stat(dir); err != nil {
+		return s.failLocked(err)
+	} else if !fi.IsDir() {
+		return s.failLocked(&os.PathError{Op: "chdir", Path: dir, Err: syscall.ENOTDIR})
 	}
 	s.workdir = dir
 	return nil

@@ -31,6 +31,7 @@ type mountFlags struct {
 	debugFuse     bool
 	cpuProfile    string
 	logLevel      string
+	sessions      sessionFlags
 }
 
 func mountCommand() *cobra.Command {
@@ -66,6 +67,7 @@ over its 9P socket; --server mounts the tree of any gsvfs 9P server.`,
 	cmd.Flags().MarkHidden("debug-fuse")
 	cmd.Flags().StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the daemon to this file until it exits")
 	cmd.Flags().MarkHidden("cpuprofile")
+	addSessionFlags(cmd, &f.sessions)
 	return cmd
 }
 

@@ -21,6 +21,7 @@ type serveFlags struct {
 	listen      []string
 	insecureTCP bool
 	cpuProfile  string
+	sessions    sessionFlags
 }
 
 func serveCommand() *cobra.Command {
@@ -45,6 +46,7 @@ only, and only with --insecure-tcp: it has no authentication yet.`,
 	cmd.Flags().BoolVar(&f.insecureTCP, "insecure-tcp", false, "allow a loopback TCP listener, which anyone on this machine can use")
 	cmd.Flags().StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the server to this file until it exits")
 	cmd.Flags().MarkHidden("cpuprofile")
+	addSessionFlags(cmd, &f.sessions)
 	return cmd
 }
 
@@ -65,12 +67,13 @@ func runServe(stdout io.Writer, f serveFlags) error {
 		return err
 	}
 	defer stopProfile()
-	tree, err := buildTree(root)
+	tree, err := buildTree(root, f.sessions.config())
 	if err != nil {
 		return err
 	}
+	defer tree.close()
 	becomeDaemon()
-	srv, where, err := startNinep(tree, addrs)
+	srv, where, err := startNinep(tree.root, addrs)
 	if err != nil {
 		return err
 	}

@@ -36,18 +36,18 @@ func openSource(f mountFlags) (*source, error) {
 		slog.Info("a daemon already serves the state directory; attaching to it", "socket", sock.Addr)
 		return remoteSource(sock)
 	}
-	tree, err := buildTree(root)
+	tree, err := buildTree(root, f.sessions.config())
 	if err != nil {
 		return nil, err
 	}
-	src := &source{tree: tree, name: root, close: func() {}}
-	srv, _, err := startNinep(tree, []ninep.Address{sock})
+	src := &source{tree: tree.root, name: root, close: tree.close}
+	srv, _, err := startNinep(tree.root, []ninep.Address{sock})
 	if err != nil {
 		// The mount works without it; only attaching more mounts does not.
 		slog.Warn("not serving 9P; other mounts cannot attach to this daemon", "err", err)
 		return src, nil
 	}
-	src.close = func() { stopNinep(srv) }
+	src.close = func() { stopNinep(srv); tree.close() }
 	return src, nil
 }
 

@@ -7,10 +7,15 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/gsvfs/gsvfs/docs/man"
 	"github.com/gsvfs/gsvfs/mounts"
+	"github.com/gsvfs/gsvfs/procfs"
+	"github.com/gsvfs/gsvfs/shelld"
 	"github.com/gsvfs/gsvfs/vfs"
 	"github.com/gsvfs/gsvfs/vfs/diskfs"
 )
@@ -29,7 +34,7 @@ var treeModes = map[string]os.FileMode{
 }
 
 // reservedTrees exist as empty directories until their subsystems land.
-var reservedTrees = []string{"sys", "proc", "dev", "mnt"}
+var reservedTrees = []string{"sys", "dev", "mnt"}
 
 // defaultRoot is the state directory used without --root.
 func defaultRoot() string {
@@ -83,8 +88,19 @@ func makeTree(dir string, mode os.FileMode) error {
 	return os.Chmod(dir, mode) // exact, whatever the umask
 }
 
+// tree is the namespace a daemon serves, and how to end it.
+type tree struct {
+	root vfs.Node
+	// close ends the sessions of /proc, killing their processes.
+	close func()
+}
+
+// reapEvery is how often finished sessions past their retention time are
+// forgotten when nobody lists /proc.
+const reapEvery = 30 * time.Second
+
 // buildTree composes the namespace served from the state directory root.
-func buildTree(root string) (vfs.Node, error) {
+func buildTree(root string, sessions shelld.Config) (*tree, error) {
 	t := mounts.New()
 	for _, name := range diskTrees {
 		d, err := diskfs.New(filepath.Join(root, name))
@@ -107,7 +123,41 @@ func buildTree(root string) (vfs.Node, error) {
 			return nil, err
 		}
 	}
-	return t.Root(), nil
+	mgr := shelld.NewManager(sessions)
+	proc := procfs.New(mgr, procfs.Options{Resolve: resolver(root), Clock: sessions.Clock})
+	if err := t.Mount("/proc", proc.Root()); err != nil {
+		mgr.Close()
+		return nil, err
+	}
+	stop := make(chan struct{})
+	go reapSessions(proc, stop)
+	return &tree{root: t.Root(), close: sync.OnceFunc(func() { close(stop); mgr.Close() })}, nil
+}
+
+func reapSessions(proc *procfs.FS, stop <-chan struct{}) {
+	tick := time.NewTicker(reapEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+			proc.Reap()
+		case <-stop:
+			return
+		}
+	}
+}
+
+// resolver translates a path of the tree under a disk-backed directory
+// (/workspaces/app) to the real directory holding it, for `ctl cwd`.
+// The path is clean and absolute, so it cannot climb out of its tree.
+func resolver(root string) func(string) (string, bool) {
+	return func(p string) (string, bool) {
+		top, _, _ := strings.Cut(strings.TrimPrefix(path.Clean(p), "/"), "/")
+		if !slices.Contains(diskTrees, top) || strings.HasPrefix(path.Clean(p), "/etc/man") {
+			return "", false
+		}
+		return filepath.Join(root, filepath.FromSlash(path.Clean(p))), true
+	}
 }
 
 // manTree lays the built-in manual pages out as a MANPATH directory

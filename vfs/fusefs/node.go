@@ -121,7 +121,10 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*go
 	child, err := n.vn.Lookup(ctx, name)
 	if err != nil {
 		errno := vfs.Errno(err)
-		if errno == syscall.ENOENT {
+		if errno == syscall.ENOENT && !n.volatile {
+			// A volatile directory's names come and go without a
+			// call through this mount (a /proc session, a command
+			// record), so its misses are not remembered either.
 			out.SetEntryTimeout(n.srv.opts.NegativeTime)
 		}
 		return nil, errno

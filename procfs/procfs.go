@@ -1,0 +1,168 @@
+// Package procfs shows shelld's sessions as files, the /proc of
+// DESIGN.md section 2 and gsvfs-proc(7): /proc/clone and /proc/status,
+// and in each session's directory stdin, stdout, stream, ctl, status, wait,
+// cmds/, tail, cmdline, env and cwd.
+//
+// It is a thin view: every file reads or drives a shelld.Session, and no
+// state lives here but what only files have — the yield time of blocking
+// reads, the offsets of readers whose output was dropped, and the temp
+// files of agents' atomic saves (created beside stdin or ctl and renamed
+// over them, which then acts as one write of their bytes).
+package procfs
+
+import (
+	"errors"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/gsvfs/gsvfs/shelld"
+	"github.com/gsvfs/gsvfs/vfs"
+)
+
+// Options are how the tree behaves around its sessions.
+type Options struct {
+	// Resolve translates a path of the whole tree, such as
+	// /workspaces/app, to the host directory that holds it, for `ctl cwd`.
+	// It reports false for a path no disk-backed tree holds; such a path
+	// is taken as a host path.
+	Resolve func(treePath string) (hostDir string, ok bool)
+	// Yield is how long a blocking read (wait, stream) waits at most,
+	// unless a session's `yield` verb says otherwise (5 s).
+	Yield time.Duration
+	// Clock tells when finished sessions are due to be forgotten; it
+	// should be the clock the Manager was given (time.Now).
+	Clock func() time.Time
+}
+
+// DefaultYield is the yield time of a session that set none.
+const DefaultYield = 5 * time.Second
+
+// MaxYield bounds the yield verb: no read waits longer than an hour.
+const MaxYield = time.Hour
+
+// FS is the /proc tree over one Manager.
+type FS struct {
+	mgr      *shelld.Manager
+	opts     Options
+	uid, gid uint32
+	root     *rootDir
+
+	mu      sync.Mutex
+	views   map[*shelld.Session]*sessionDir
+	lastErr string // why the last clone or mkdir failed, for /proc/status
+}
+
+// New returns the /proc tree of mgr's sessions. Its files belong to the
+// user running the daemon, who is also the user the sessions run as.
+func New(mgr *shelld.Manager, opts Options) *FS {
+	if opts.Yield <= 0 {
+		opts.Yield = DefaultYield
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	if opts.Resolve == nil {
+		opts.Resolve = func(string) (string, bool) { return "", false }
+	}
+	f := &FS{mgr: mgr, opts: opts, uid: uint32(os.Geteuid()), gid: uint32(os.Getegid()),
+		views: map[*shelld.Session]*sessionDir{}}
+	f.root = newRootDir(f)
+	return f
+}
+
+// Root is the directory mounted at /proc.
+func (f *FS) Root() vfs.Node { return f.root }
+
+// Reap forgets the sessions whose retention time has passed. Listing or
+// walking /proc reaps too, so an expired session never shows; calling
+// Reap now and then lets their memory go when nobody looks.
+func (f *FS) Reap() {
+	f.mgr.Reap(f.opts.Clock())
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for s := range f.views {
+		if cur, ok := f.mgr.Get(s.ID()); !ok || cur != s {
+			delete(f.views, s)
+		}
+	}
+}
+
+// view returns the directory of a session, made at first sight so its
+// inode numbers stay the same for the session's life.
+func (f *FS) view(s *shelld.Session) *sessionDir {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	d, ok := f.views[s]
+	if !ok {
+		d = newSessionDir(f, s)
+		f.views[s] = d
+	}
+	return d
+}
+
+func (f *FS) fail(err error) error {
+	f.mu.Lock()
+	f.lastErr = err.Error()
+	f.mu.Unlock()
+	return err
+}
+
+// meta is what every node here shares in its attributes.
+type meta struct {
+	ino  uint64
+	mode uint32
+	uid  uint32
+	gid  uint32
+	made time.Time
+}
+
+func (f *FS) meta(mode uint32) meta {
+	return meta{ino: vfs.NewIno(), mode: mode, uid: f.uid, gid: f.gid, made: time.Now()}
+}
+
+// attr reports the node as volatile: everything here changes without a
+// write, so neither edge may cache it.
+func (m meta) attr() vfs.Attr {
+	nlink := uint32(1)
+	if m.mode&syscall.S_IFMT == syscall.S_IFDIR {
+		nlink = 2
+	}
+	return vfs.Attr{Ino: m.ino, Mode: m.mode, Nlink: nlink, Uid: m.uid, Gid: m.gid,
+		Blksize: 4096, Atime: m.made, Mtime: m.made, Ctime: m.made, Volatile: true}
+}
+
+// shelldErrnos are the errnos of shelld's errors.
+var shelldErrnos = map[error]syscall.Errno{
+	shelld.ErrStarted: syscall.EBUSY, shelld.ErrExited: syscall.EPIPE,
+	shelld.ErrNotRun: syscall.ESRCH, shelld.ErrTooMany: syscall.EAGAIN,
+	shelld.ErrExists: syscall.EEXIST, shelld.ErrNoName: syscall.ENOENT,
+	shelld.ErrNoCommand: syscall.ENOENT,
+}
+
+// errnoError is an error whose message is for people (it becomes a
+// session's lastError) and whose errno is for the edges.
+type errnoError struct {
+	msg   string
+	errno syscall.Errno
+}
+
+func (e *errnoError) Error() string { return e.msg }
+func (e *errnoError) Unwrap() error { return e.errno }
+
+func errorf(errno syscall.Errno, msg string) error { return &errnoError{msg: msg, errno: errno} }
+
+// fromShelld gives a shelld error the errno the edges send for it.
+func fromShelld(err error) error {
+	if err == nil {
+		return nil
+	}
+	errno := vfs.Errno(err)
+	for sentinel, e := range shelldErrnos {
+		if errors.Is(err, sentinel) {
+			errno = e
+		}
+	}
+	return &errnoError{msg: err.Error(), errno: errno}
+}
