@@ -31,12 +31,14 @@ test: vet
 	$(GO) test -count=1 -timeout 15m ./...
 
 # Go benchmarks, the FUSE comparison against native disk, and the 9P
-# comparisons against diod (a Go client, then the Linux client in qemu).
+# comparisons against diod (a Go client, then the Linux client in qemu),
+# and /proc sessions (round trips, one-shots, idle cost).
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./...
 	bash bench/fusebench.sh
 	bash bench/ninepbench.sh
 	bash bench/vm9pbench.sh
+	bash bench/procbench.sh
 
 install: build
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man7
