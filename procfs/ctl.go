@@ -3,6 +3,7 @@ package procfs
 import (
 	"context"
 	"fmt"
+	"math"
 	"path"
 	"regexp"
 	"strconv"
@@ -94,6 +95,12 @@ func (d *sessionDir) setEnv(kv string) error {
 // duration takes Go's forms (90s, 1m30s, 250ms) or plain seconds (90).
 func duration(s string) (time.Duration, error) {
 	if secs, err := strconv.ParseFloat(s, 64); err == nil && secs >= 0 {
+		// Past the range of a Duration (1e10, inf) the conversion
+		// wraps to a negative one, which meant no timeout at all and
+		// slipped past yield's upper bound.
+		if secs*float64(time.Second) >= math.MaxInt64 {
+			return 0, errorf(syscall.EINVAL, fmt.Sprintf("bad duration %q (too long)", s))
+		}
 		return time.Duration(secs * float64(time.Second)), nil
 	}
 	d, err := time.ParseDuration(s)

@@ -3,6 +3,7 @@ package procfs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -100,18 +101,30 @@ func (d *sessionDir) wait(ctx context.Context) ([]byte, error) {
 }
 
 // writeInput is a write to stdin. The first one starts the interactive
-// login shell of an idle session.
-func (d *sessionDir) writeInput(_ context.Context, p []byte) error {
-	_, err := d.s.Write(p)
+// login shell of an idle session. A terminal that takes nothing for the
+// yield time (its input buffer is full: the program in front does not
+// read it) fails the write with EAGAIN rather than hang the writer.
+func (d *sessionDir) writeInput(ctx context.Context, p []byte) error {
+	err := d.send(ctx, p)
 	if errors.Is(err, shelld.ErrNotRun) {
 		if err = d.s.StartShell(); err == nil || errors.Is(err, shelld.ErrStarted) {
-			_, err = d.s.Write(p)
+			err = d.send(ctx, p)
 		}
 	}
 	if err != nil {
 		return d.s.Fail(fromShelld(err))
 	}
 	return nil
+}
+
+func (d *sessionDir) send(ctx context.Context, p []byte) error {
+	yctx, cancel := context.WithTimeout(ctx, d.yieldTime())
+	defer cancel()
+	n, err := d.s.Send(yctx, p)
+	if err != nil && ctx.Err() == nil && yctx.Err() != nil {
+		return errorf(syscall.EAGAIN, fmt.Sprintf("stdin: the terminal took %d of %d bytes in the yield time: its input buffer is full, the program in front is not reading it", n, len(p)))
+	}
+	return err
 }
 
 func tail(log *shelld.Log) []byte {

@@ -34,8 +34,13 @@ func (t *tempFile) Quick() bool { return true }
 func (t *tempFile) Attr(context.Context) (vfs.Attr, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	// Volatile like every node here, though it changes only by writes:
+	// a rename over stdin or ctl moves the kernel's entry of the temp
+	// file to that name, and a cached entry would keep sending opens of
+	// "stdin" to the temp file's node for the cache time, so a plain
+	// write right after an atomic save went nowhere. With no entry
+	// cache the kernel looks the name up again and finds the real file.
 	a := t.attr()
-	a.Volatile = false // it changes only by writes
 	a.Size, a.Mtime = int64(len(t.data)), t.mtime
 	a.Blocks = (a.Size + 511) / 512
 	return a, nil

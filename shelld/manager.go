@@ -72,11 +72,11 @@ func (c *Config) fill() {
 }
 
 // environ is the allowed part of the daemon's environment, with TERM set
-// for the terminal the session gets.
+// for the terminal the session gets and SHELL to the shell it runs.
 func (c *Config) environ() []string {
-	env := []string{"TERM=xterm-256color"}
+	env := []string{"TERM=xterm-256color", "SHELL=" + c.Shell}
 	for _, name := range c.Env {
-		if v, ok := os.LookupEnv(name); ok && name != "TERM" {
+		if v, ok := os.LookupEnv(name); ok && name != "TERM" && name != "SHELL" {
 			env = append(env, name+"="+v)
 		}
 	}
@@ -181,6 +181,7 @@ func (m *Manager) Remove(name string) error {
 		return ErrNoName
 	}
 	s.Kill()
+	s.release()
 	return nil
 }
 
@@ -188,16 +189,24 @@ func (m *Manager) Remove(name string) error {
 // before now, and returns their names.
 func (m *Manager) Reap(now time.Time) []string {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	var gone []string
+	var gone []*Session
 	for name, s := range m.sessions {
 		if done, at := s.finished(); done && now.Sub(at) >= m.cfg.Retention {
 			delete(m.sessions, name)
-			gone = append(gone, name)
+			gone = append(gone, s)
 		}
 	}
-	slices.Sort(gone)
-	return gone
+	m.mu.Unlock()
+	names := make([]string, len(gone))
+	for i, s := range gone {
+		// What it left in its terminal session goes with it, before
+		// its pid is let go.
+		killSession(s.pid())
+		s.release()
+		names[i] = s.id
+	}
+	slices.Sort(names)
+	return names
 }
 
 // Close kills every session.

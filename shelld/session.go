@@ -2,6 +2,7 @@ package shelld
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -85,7 +86,8 @@ type Session struct {
 	trk   *tracker  // nil unless an interactive shell
 	flush *time.Timer
 
-	wmu sync.Mutex // one write to the terminal at a time, with its records
+	wmu  sync.Mutex // one write to the terminal at a time, with its records
+	reap sync.Once  // the exited process is reaped once (release)
 }
 
 func newSession(id string, cfg *Config) *Session {
@@ -209,14 +211,14 @@ func (s *Session) run() {
 		s.pump() // ends with EIO once the last writer closes
 		close(drained)
 	}()
-	err := s.cmd.Wait()
+	ws, err := waitExit(s.cmd.Process.Pid) // not reaped: see exit_linux.go
 	select {
 	case <-drained:
 	case <-time.After(drainGrace):
 	}
 	s.mu.Lock()
 	s.ended = s.cfg.Clock()
-	s.recordExitLocked(err)
+	s.recordExitLocked(ws, err)
 	code := s.exitCode
 	s.mu.Unlock()
 	s.rd.Lock()
@@ -338,21 +340,47 @@ func (s *Session) armFlush() {
 	})
 }
 
-func (s *Session) recordExitLocked(err error) {
-	st, ok := s.cmd.ProcessState.Sys().(syscall.WaitStatus)
+func (s *Session) recordExitLocked(st syscall.WaitStatus, err error) {
 	switch {
-	case ok && st.Signaled():
+	case err != nil:
+		s.state = Failed
+		s.lastErr = fmt.Sprintf("waiting for the process: %v", err)
+	case st.Signaled():
 		s.state, s.signal = Killed, signalName(st.Signal())
-	case ok && st.Exited():
+	default:
 		code := st.ExitStatus()
 		s.exitCode = &code
 		s.state = Completed
 		if code != 0 {
 			s.state = Failed
 		}
-	default:
-		s.state = Failed
-		s.lastErr = fmt.Sprint(err)
+	}
+}
+
+// pid is the session's process id, 0 before the start.
+func (s *Session) pid() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
+// release reaps the session's process once it has exited, letting its
+// pid go. Until then the zombie keeps the pid, so the session's process
+// group and session ids can only ever name what the session started.
+func (s *Session) release() {
+	s.mu.Lock()
+	cmd := s.cmd
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	select {
+	case <-s.done:
+		s.reap.Do(func() { cmd.Wait() })
+	default: // still running: Kill first
 	}
 }
 
@@ -380,46 +408,66 @@ func (s *Session) terminate() {
 	}
 }
 
-// Kill ends the session's whole process group at once (SIGKILL) and waits
-// until it is gone: the session's process, and every process still in its
-// group (background jobs), so nothing it started outlives it. An idle
-// session is left as it is.
+// Kill ends everything the session runs at once (SIGKILL) and waits
+// until it is gone: its process, and every process still in its terminal
+// session, whatever process group job control put it in (background jobs
+// of an interactive shell), so nothing it started outlives it. A process
+// that made a session of its own (setsid, a daemon) has left it and is not
+// found. An idle session is left as it is.
 func (s *Session) Kill() {
 	s.mu.Lock()
-	pgid := 0
+	leader := 0
 	if s.cmd != nil && s.cmd.Process != nil {
-		pgid = s.cmd.Process.Pid
+		leader = s.cmd.Process.Pid
 	}
 	s.mu.Unlock()
+	if leader == 0 {
+		return
+	}
 	if s.signalGroup(syscall.SIGKILL) == nil {
 		<-s.done
 	}
-	if pgid != 0 {
-		reapGroup(pgid)
-	}
+	killSession(leader)
 }
 
-// reapGroup kills what is left of process group pgid and waits, at most a
-// second, until no member is alive. Members that died but are not yet
-// reaped by their new parent (zombies) do not count.
-func reapGroup(pgid int) {
+// killSession kills the processes of terminal session sid, and of the
+// process group sid, and waits, at most a second, until none is alive.
+// Members that died but are not yet reaped by their new parent (zombies)
+// do not count.
+func killSession(sid int) {
 	deadline := time.Now().Add(time.Second)
-	for syscall.Kill(-pgid, syscall.SIGKILL) == nil && liveMembers(pgid) > 0 && time.Now().Before(deadline) {
+	for {
+		pids := sessionPids(sid)
+		if len(pids) == 0 || time.Now().After(deadline) {
+			return
+		}
+		for _, pid := range pids {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
 		time.Sleep(5 * time.Millisecond)
 	}
 }
 
-// liveMembers counts the processes of group pgid that are not zombies.
-func liveMembers(pgid int) int { return len(groupPids(pgid)) }
+// sessionPids lists the live (not zombie) processes whose terminal
+// session or process group is sid.
+func sessionPids(sid int) []int {
+	want := strconv.Itoa(sid)
+	return livePids(func(pgrp, session string) bool { return pgrp == want || session == want })
+}
 
-// groupPids lists the processes of group pgid that are not zombies, from
-// /proc.
+// groupPids lists the live processes of process group pgid.
 func groupPids(pgid int) []int {
+	want := strconv.Itoa(pgid)
+	return livePids(func(pgrp, _ string) bool { return pgrp == want })
+}
+
+// livePids lists, from /proc, the processes that are not zombies and
+// whose process group and session ids (as text) match.
+func livePids(match func(pgrp, session string) bool) []int {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
 	}
-	want := strconv.Itoa(pgid)
 	var pids []int
 	for _, e := range ents {
 		if e.Name()[0] < '0' || e.Name()[0] > '9' {
@@ -429,9 +477,9 @@ func groupPids(pgid int) []int {
 		if err != nil {
 			continue
 		}
-		// "pid (comm) state ppid pgrp ...": comm may hold anything.
+		// "pid (comm) state ppid pgrp session ...": comm may hold anything.
 		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-		if len(f) > 2 && f[0] != "Z" && f[2] == want {
+		if len(f) > 3 && f[0] != "Z" && match(f[2], f[3]) {
 			if pid, err := strconv.Atoi(e.Name()); err == nil {
 				pids = append(pids, pid)
 			}
@@ -440,8 +488,20 @@ func groupPids(pgid int) []int {
 	return pids
 }
 
-// Signal sends sig to the session's process group.
+// Signal sends sig to the terminal's foreground process group, as a key
+// such as Ctrl-C does: the command in front of an interactive shell (job
+// control gives it a group of its own), or the whole of an exec.
 func (s *Session) Signal(sig syscall.Signal) error {
+	s.mu.Lock()
+	tty, state := s.tty, s.state
+	s.mu.Unlock()
+	if state == Running {
+		if fg, err := tcgetpgrp(tty); err == nil && fg > 0 {
+			if err := syscall.Kill(-fg, sig); err == nil {
+				return nil
+			}
+		}
+	}
 	if err := s.signalGroup(sig); err != nil {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -464,8 +524,16 @@ func (s *Session) signalGroup(sig syscall.Signal) error {
 // Write sends p to the process's terminal. After the process has exited
 // it fails with ErrExited (EPIPE at the edges). In an interactive shell
 // each command line it completes gets a record (commands.go), unless the
-// command running waits for input: then the lines are that input.
+// command running waits for input: then the lines are that input. A
+// program that never reads its terminal blocks Write once the terminal's
+// input buffer is full; Send bounds that wait.
 func (s *Session) Write(p []byte) (int, error) {
+	return s.Send(context.Background(), p)
+}
+
+// Send is Write that gives up when ctx ends, returning how much the
+// terminal took and ctx's error.
+func (s *Session) Send(ctx context.Context, p []byte) (int, error) {
 	s.mu.Lock()
 	tty, state := s.tty, s.state
 	s.mu.Unlock()
@@ -480,7 +548,26 @@ func (s *Session) Write(p []byte) (int, error) {
 	if s.trk != nil {
 		s.noteInput(p)
 	}
-	return tty.Write(p)
+	if ctx.Done() == nil {
+		return tty.Write(p)
+	}
+	defer tty.SetWriteDeadline(time.Time{})
+	written := 0
+	for written < len(p) {
+		// Short deadlines, so ctx is looked at while the terminal is full.
+		tty.SetWriteDeadline(time.Now().Add(20 * time.Millisecond))
+		n, err := tty.Write(p[written:])
+		written += n
+		switch {
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			if ctx.Err() != nil {
+				return written, ctx.Err()
+			}
+		case err != nil:
+			return written, err
+		}
+	}
+	return written, nil
 }
 
 // EOF sends the terminal's end-of-file character, as Ctrl-D does.

@@ -209,13 +209,13 @@ func TestRemoveLeavesNoProcess(t *testing.T) {
 	}
 	waitOutput(t, s, "started")
 	pgid := s.Status().Pid
-	if got := liveMembers(pgid); got < 3 {
+	if got := len(sessionPids(pgid)); got < 3 {
 		t.Fatalf("process group %d: %d processes, want the shell and two sleeps", pgid, got)
 	}
 	if err := m.Remove(s.ID()); err != nil {
 		t.Fatal(err)
 	}
-	if got := liveMembers(pgid); got != 0 {
+	if got := len(sessionPids(pgid)); got != 0 {
 		t.Errorf("process group %d after remove: %d processes still running", pgid, got)
 	}
 	if _, ok := m.Get(s.ID()); ok {

@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"crypto/md5"
+	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -22,7 +24,10 @@ import (
 // binary) plus a few busybox checks, through testdata/guest9p/guest.sh.
 //
 // GSVFS_KERNEL9P_SERVER picks the server: gsvfs (the default: `gsvfs serve`)
-// or diod, the reference 9P2000.L server. GSVFS_VM9P overrides the path of
+// or diod, the reference 9P2000.L server. With gsvfs the guest also drives
+// shell sessions through /proc (testdata/guest9p/proc_test.go); they run
+// here, on the host, which afterwards checks that the sessions the guest
+// removed left no process behind. GSVFS_VM9P overrides the path of
 // vm9p's run script. The first run apt-installs qemu and a kernel (~35 s);
 // a run then takes one to two minutes, most of it in the emulated guest.
 
@@ -35,8 +40,22 @@ type k9Server struct {
 	Sock string // unix socket it listens on
 	Opts string // v9fs mount options for it
 	Host string // the host directory the mount's root shows
-	log  *logBuffer
+	// GuestEnv are guest.env's lines about the server's /proc (empty
+	// without one): where it is and the session settings it runs with.
+	GuestEnv string
+	log      *logBuffer
 }
+
+// The session settings of the gsvfs server, small enough for the guest to
+// check: output past the cap, and sessions forgotten after they end.
+const (
+	k9SessionOutput    = 10000
+	k9SessionRetention = 2 * time.Second
+)
+
+// k9SecretVar is a variable of the gsvfs server's environment that no
+// session may see (it is not on the allow-list); its value is random.
+const k9SecretVar = "GSVFS_TEST_SECRET"
 
 func TestKernel9P(t *testing.T) {
 	if os.Geteuid() != 0 {
@@ -57,10 +76,6 @@ func TestKernel9P(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the guest tests: %v\n%s", err, out)
 	}
-	env := fmt.Sprintf("GSVFS_GUEST_SERVER=%s\nGSVFS_GUEST_SUBDIR=%s\n", kind, k9Subdir)
-	if err := os.WriteFile(filepath.Join(files, "guest.env"), []byte(env), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	script, err := filepath.Abs(filepath.Join("testdata", "guest9p", "guest.sh"))
 	if err != nil {
 		t.Fatal(err)
@@ -68,6 +83,10 @@ func TestKernel9P(t *testing.T) {
 	k9TrackInputs(t, filepath.Dir(script), runner)
 
 	srv := k9StartServer(t, kind, base)
+	env := fmt.Sprintf("GSVFS_GUEST_SERVER=%s\nGSVFS_GUEST_SUBDIR=%s\n%s", kind, k9Subdir, srv.GuestEnv)
+	if err := os.WriteFile(filepath.Join(files, "guest.env"), []byte(env), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, runner, "--socket", srv.Sock, "--msize", "1048576",
@@ -75,6 +94,10 @@ func TestKernel9P(t *testing.T) {
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	took := time.Since(start).Round(100 * time.Millisecond)
+	if srv.GuestEnv != "" {
+		// Whatever the guest's verdict: survivors are killed.
+		k9CheckRemovedSessions(t, filepath.Join(srv.Host, k9Subdir, "proc.pids"), err == nil)
+	}
 	if err != nil {
 		t.Fatalf("vm9p run against %s failed after %v: %v\n%s\n--- %s log ---\n%s%s",
 			srv.Name, took, err, out, srv.Name, srv.log, k9GuestLog(srv))
@@ -96,6 +119,77 @@ func TestKernel9P(t *testing.T) {
 	if got := k9MD5(t, filepath.Join(dir, "big")); got != strings.TrimSpace(string(want)) {
 		t.Errorf("md5 of sh/big on the host: got %s, the guest wrote %s", got, want)
 	}
+}
+
+// k9CheckRemovedSessions checks that no process is left of the sessions
+// the guest removed: pidsFile has a "NAME PID" line for each, PID being
+// the session's leader, whose pid is its process group and its session
+// (shelld starts each session with setsid). Survivors are killed. The
+// file must exist if the guest passed.
+func k9CheckRemovedSessions(t *testing.T, pidsFile string, guestPassed bool) {
+	t.Helper()
+	data, err := os.ReadFile(pidsFile)
+	if err != nil {
+		if guestPassed {
+			t.Errorf("the guest's pids of the removed sessions: %v", err)
+		}
+		return
+	}
+	leaders := map[int]string{} // pid: session name
+	for line := range strings.Lines(string(data)) {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		var name string
+		var pid int
+		if n, err := fmt.Sscanf(line, "%s %d", &name, &pid); n != 2 || err != nil || pid <= 1 {
+			t.Errorf("%s: bad line %q, want NAME PID", pidsFile, line)
+			continue
+		}
+		leaders[pid] = name
+	}
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range procs {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		state, pgrp, sid, ok := k9ProcStat(pid)
+		if !ok || state == "Z" {
+			continue // gone, or dead and waiting for its parent
+		}
+		name, ok := leaders[pgrp]
+		if !ok {
+			if name, ok = leaders[sid]; !ok {
+				continue
+			}
+		}
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		what := fmt.Sprintf("rmdir of session %s left pid %d (%q, state %s, process group %d, session %d) running",
+			name, pid, strings.ReplaceAll(strings.TrimRight(string(cmdline), "\x00"), "\x00", " "), state, pgrp, sid)
+		t.Error(what)
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// k9ProcStat reads the state, process group and session of a process from
+// /proc/PID/stat.
+func k9ProcStat(pid int) (state string, pgrp, sid int, ok bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return "", 0, 0, false
+	}
+	// "pid (comm) state ppid pgrp session ...": comm may hold anything.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 4 {
+		return "", 0, 0, false
+	}
+	pgrp, err1 := strconv.Atoi(f[2])
+	sid, err2 := strconv.Atoi(f[3])
+	return f[0], pgrp, sid, err1 == nil && err2 == nil
 }
 
 // k9GuestLog returns the Go tests' -test.v log the guest left in the
@@ -178,8 +272,25 @@ func k9StartServer(t *testing.T, kind, dir string) *k9Server {
 		// The whole tree (aname empty); its /workspaces is
 		// STATE/workspaces on disk.
 		state := filepath.Join(dir, "state")
-		srv := &k9Server{Name: "gsvfs", Sock: sock, Opts: "uname=root", Host: state, log: &logBuffer{}}
-		k9Serve(t, srv, exec.Command(binary, "serve", "--root", state, "--listen", "unix:"+sock))
+		secret := "gsvfs-secret-" + rand.Text()
+		srv := &k9Server{Name: "gsvfs", Sock: sock, Opts: "uname=root", Host: state, log: &logBuffer{},
+			GuestEnv: fmt.Sprintf("GSVFS_GUEST_PROC=proc\nGSVFS_GUEST_PROC_OUTPUT=%d\n"+
+				"GSVFS_GUEST_PROC_RETENTION=%v\nGSVFS_GUEST_PROC_SECRET=%s\n",
+				k9SessionOutput, k9SessionRetention, secret)}
+		args := []string{"serve", "--root", state, "--listen", "unix:" + sock,
+			"--session-output", strconv.Itoa(k9SessionOutput), "--session-retention", k9SessionRetention.String()}
+		if bash, err := exec.LookPath("bash"); err == nil {
+			args = append(args, "--session-shell", bash)
+		}
+		cmd := exec.Command(binary, args...)
+		// An empty home: the sessions' login shells read no start-up
+		// files of the user running the test (slow, or noisy).
+		home := filepath.Join(dir, "home")
+		if err := os.Mkdir(home, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cmd.Env = append(os.Environ(), "HOME="+home, k9SecretVar+"="+secret)
+		k9Serve(t, srv, cmd)
 		return srv
 	case "diod":
 		if _, err := exec.LookPath("diod"); err != nil {

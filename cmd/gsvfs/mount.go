@@ -49,6 +49,9 @@ over its 9P socket; --server mounts the tree of any gsvfs 9P server.`,
 			if f.root != "" && f.server != "" {
 				return errors.New("--root and --server exclude each other: a server has its own state directory")
 			}
+			if err := f.sessions.check(); err != nil {
+				return err
+			}
 			if f.root == "" {
 				f.root = defaultRoot()
 			}
@@ -248,6 +251,7 @@ func daemonArgs(f mountFlags, root, mountpoint string) []string {
 	if f.debugFuse {
 		args = append(args, "--debug-fuse")
 	}
+	args = append(args, f.sessions.args()...)
 	if f.cpuProfile != "" {
 		args = append(args, "--cpuprofile", f.cpuProfile)
 	}

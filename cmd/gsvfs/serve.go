@@ -35,6 +35,9 @@ directory, which admits only its owner and root. TCP listens on loopback
 only, and only with --insecure-tcp: it has no authentication yet.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := f.sessions.check(); err != nil {
+				return err
+			}
 			if f.root == "" {
 				f.root = defaultRoot()
 			}

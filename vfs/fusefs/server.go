@@ -15,6 +15,8 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"strconv"
+	"syscall"
 	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
@@ -108,7 +110,37 @@ func New(dir string, root vfs.Node, opts Options) (*Mount, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
 	}
+	if err := closeFuseOnExec(); err != nil {
+		fsrv.Unmount()
+		return nil, err
+	}
 	return &Mount{Dir: dir, fs: fsrv}, nil
+}
+
+// closeFuseOnExec marks this process's descriptors of /dev/fuse
+// close-on-exec. go-fuse opens the device without the flag, and the
+// daemon starts programs (the shells of /proc): a program holding the
+// descriptor could read the kernel's requests meant for the daemon, or
+// keep a dead daemon's mount alive.
+func closeFuseOnExec() error {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return fmt.Errorf("find the FUSE descriptor: %w", err)
+	}
+	for _, e := range ents {
+		target, err := os.Readlink("/proc/self/fd/" + e.Name())
+		if err != nil || target != "/dev/fuse" {
+			continue
+		}
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if _, _, errno := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_SETFD, syscall.FD_CLOEXEC); errno != 0 {
+			return fmt.Errorf("mark the FUSE descriptor close-on-exec: %w", errno)
+		}
+	}
+	return nil
 }
 
 // Wait blocks until the mount is gone (unmounted by anyone).

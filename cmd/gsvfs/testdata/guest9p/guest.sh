@@ -6,7 +6,10 @@
 # where DIR holds guest9p.test (built from this directory with
 # CGO_ENABLED=0 go test -c) and optionally guest.env, which may set
 # GSVFS_GUEST_SUBDIR and GSVFS_GUEST_SERVER (diod|gsvfs: the server under
-# test, for the tests' known-bug skips).
+# test, for the tests' known-bug skips), and for a server with shell
+# sessions GSVFS_GUEST_PROC (its /proc, relative to the mount) with the
+# session settings the /proc tests expect: GSVFS_GUEST_PROC_OUTPUT,
+# GSVFS_GUEST_PROC_RETENTION and GSVFS_GUEST_PROC_SECRET (see proc_test.go).
 #
 # SUBDIR is the test directory under /mnt/9p: the first argument, else
 # $GSVFS_GUEST_SUBDIR, else guest.env's, else workspaces/guest9p. It gets
@@ -14,6 +17,9 @@
 #   sh/            the busybox checks' files, left for the host to verify:
 #                  moved ("hello 9p\nmore\n"), big (64 MiB) and big.md5
 #   guest9p.log    the Go tests' full -test.v output
+#   proc.pids      with GSVFS_GUEST_PROC: the host pids of the sessions the
+#                  /proc tests removed, for the host to check that none of
+#                  their processes is left ($GSVFS_GUEST_PROC_PIDS)
 # The serial console is slow, so this prints the skips and a summary, and
 # on failure the failing tests' output. Exit status 0 means PASS.
 
@@ -97,6 +103,10 @@ shpid=$!
 [ -e /dev/fd ] || ln -s /proc/self/fd /dev/fd
 t0=$(now)
 log=/tmp/guest9p.log
+if [ -n "${GSVFS_GUEST_PROC:-}" ]; then
+	export GSVFS_GUEST_PROC=$mnt/$GSVFS_GUEST_PROC GSVFS_GUEST_PROC_PIDS=$base/proc.pids \
+		GSVFS_GUEST_PROC_OUTPUT GSVFS_GUEST_PROC_RETENTION GSVFS_GUEST_PROC_SECRET
+fi
 GSVFS_GUEST_DIR=$base/go GSVFS_GUEST_SERVER=${GSVFS_GUEST_SERVER:-} \
 	"$bin" -test.v -test.parallel 16 -test.timeout 5m >"$log" 2>&1
 gorc=$?

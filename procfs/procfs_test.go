@@ -1,0 +1,979 @@
+package procfs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gsvfs/gsvfs/shelld"
+	"github.com/gsvfs/gsvfs/vfs"
+)
+
+// These tests drive the /proc tree directly over vfs.Node, as an edge
+// does, with sessions running /bin/sh and a clock of their own for
+// retention. Waits for processes are bounded by hangBound, never sleeps.
+
+const hangBound = 10 * time.Second
+
+// fakeClock is the injected clock: time moves only when a test says.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Set(t time.Time) {
+	c.mu.Lock()
+	c.now = t
+	c.mu.Unlock()
+}
+
+var epoch = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// newFS returns a /proc tree over a fresh Manager, both on one fake
+// clock, with sessions running /bin/sh in a temp directory.
+func newFS(t *testing.T, cfg shelld.Config, opts Options) (*FS, *fakeClock) {
+	t.Helper()
+	clock := &fakeClock{now: epoch}
+	cfg.Clock, opts.Clock = clock.Now, clock.Now
+	if cfg.Shell == "" {
+		cfg.Shell = "/bin/sh"
+	}
+	if cfg.Workdir == "" {
+		cfg.Workdir = t.TempDir()
+	}
+	mgr := shelld.NewManager(cfg)
+	t.Cleanup(mgr.Close)
+	return New(mgr, opts), clock
+}
+
+var bg = context.Background()
+
+// walk looks up a path of names from n.
+func walk(t *testing.T, n vfs.Node, names ...string) vfs.Node {
+	t.Helper()
+	for _, name := range names {
+		next, err := n.Lookup(bg, name)
+		if err != nil {
+			t.Fatalf("lookup %s: %v", strings.Join(names, "/"), err)
+		}
+		n = next
+	}
+	return n
+}
+
+// read reads a file to its end (or to an empty read).
+func read(t *testing.T, n vfs.Node) string {
+	t.Helper()
+	h, err := n.Open(bg, os.O_RDONLY)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	defer h.Close()
+	var b []byte
+	buf := make([]byte, 4096)
+	for {
+		k, err := h.ReadAt(bg, buf, int64(len(b)))
+		b = append(b, buf[:k]...)
+		if errors.Is(err, io.EOF) || (err == nil && k == 0) {
+			return string(b)
+		}
+		if err != nil {
+			t.Fatalf("read: %v", err)
+		}
+	}
+}
+
+// write opens n for writing and writes p as one write.
+func write(n vfs.Node, p string) error {
+	h, err := n.Open(bg, os.O_WRONLY|os.O_TRUNC)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	k, err := h.WriteAt(bg, []byte(p), 0)
+	if err == nil && k != len(p) {
+		return errors.New("short write")
+	}
+	return err
+}
+
+func list(t *testing.T, n vfs.Node) []string {
+	t.Helper()
+	h, err := n.Open(bg, os.O_RDONLY)
+	if err != nil {
+		t.Fatalf("open dir: %v", err)
+	}
+	defer h.Close()
+	ents, err := h.(vfs.DirReader).ReadDir(bg, 0)
+	if err != nil {
+		t.Fatalf("readdir: %v", err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name)
+	}
+	return names
+}
+
+func mkdir(t *testing.T, f *FS, name string) vfs.Node {
+	t.Helper()
+	n, err := f.Root().Mkdir(bg, name, 0o755)
+	if err != nil {
+		t.Fatalf("mkdir %s: %v", name, err)
+	}
+	return n
+}
+
+func status(t *testing.T, dir vfs.Node) shelld.Status {
+	t.Helper()
+	var st shelld.Status
+	data := read(t, walk(t, dir, "status"))
+	if err := json.Unmarshal([]byte(data), &st); err != nil {
+		t.Fatalf("status %q: %v", data, err)
+	}
+	return st
+}
+
+type summaryJSON struct {
+	Sessions, Live, MaxLive int
+	LastError               string
+}
+
+func summary(t *testing.T, f *FS) summaryJSON {
+	t.Helper()
+	var s summaryJSON
+	data := read(t, walk(t, f.Root(), "status"))
+	if err := json.Unmarshal([]byte(data), &s); err != nil {
+		t.Fatalf("/proc/status %q: %v", data, err)
+	}
+	return s
+}
+
+// session is the shelld session behind a session directory.
+func session(dir vfs.Node) *shelld.Session { return dir.(*sessionDir).s }
+
+// done waits until the session's process has exited.
+func done(t *testing.T, dir vfs.Node) shelld.Status {
+	t.Helper()
+	s := session(dir)
+	select {
+	case <-s.Done():
+	case <-time.After(hangBound):
+		t.Fatalf("session %s still running after %v: %+v", s.ID(), hangBound, s.Status())
+	}
+	return s.Status()
+}
+
+func ended(st shelld.Status) bool {
+	return st.Status == shelld.Completed || st.Status == shelld.Failed || st.Status == shelld.Killed
+}
+
+func errName(err error) string {
+	if e := vfs.Errno(err); e != 0 {
+		return e.Error()
+	}
+	return "ok"
+}
+
+func wantErrno(t *testing.T, what string, err error, want syscall.Errno) {
+	t.Helper()
+	if got := vfs.Errno(err); got != want {
+		t.Errorf("%s: got %s (%v), want %s", what, errName(err), err, errName(want))
+	}
+}
+
+// eventually polls cond until it holds or hangBound passes.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(hangBound)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not so after %v", what, hangBound)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// A finished session is forgotten once the retention time has passed on
+// the clock, and not a nanosecond before; unfinished ones stay.
+func TestReapAfterRetention(t *testing.T) {
+	const retention = 10 * time.Minute
+	f, clock := newFS(t, shelld.Config{Retention: retention}, Options{})
+	idle := mkdir(t, f, "idle")
+	fin := mkdir(t, f, "finished")
+	if err := write(walk(t, fin, "ctl"), "exec true\n"); err != nil {
+		t.Fatal(err)
+	}
+	st := done(t, fin)
+	if !st.EndedAt.Equal(epoch) {
+		t.Fatalf("ended at %v, want the fake clock's %v", st.EndedAt, epoch)
+	}
+	clock.Set(epoch.Add(retention - time.Nanosecond))
+	if _, err := f.Root().Lookup(bg, "finished"); err != nil {
+		t.Errorf("lookup just before the retention time: %v", err)
+	}
+	if names := list(t, f.Root()); !slices.Equal(names, []string{"clone", "status", "finished", "idle"}) {
+		t.Errorf("/proc just before the retention time lists %q", names)
+	}
+	clock.Set(epoch.Add(retention))
+	_, err := f.Root().Lookup(bg, "finished")
+	wantErrno(t, "lookup at the retention time", err, syscall.ENOENT)
+	if names := list(t, f.Root()); !slices.Equal(names, []string{"clone", "status", "idle"}) {
+		t.Errorf("/proc at the retention time lists %q", names)
+	}
+	if s := summary(t, f); s.Sessions != 1 || s.Live != 1 {
+		t.Errorf("/proc/status after the reap: %+v", s)
+	}
+	f.mu.Lock()
+	_, kept := f.views[session(fin)]
+	f.mu.Unlock()
+	if kept {
+		t.Errorf("the reaped session's directory is still held")
+	}
+	// Reap alone (the daemon's ticker) forgets too, and an idle session
+	// never ends, so it is never reaped.
+	clock.Set(epoch.Add(100 * retention))
+	f.Reap()
+	if _, err := f.Root().Lookup(bg, "idle"); err != nil || status(t, idle).Status != shelld.Idle {
+		t.Errorf("idle session after a long time: %v", err)
+	}
+}
+
+// Every ctl verb, with good and bad arguments, in the states where it
+// works and where it does not: the errno of the write, lastError, and
+// what the verb did.
+func TestCtlVerbs(t *testing.T) {
+	work := t.TempDir()
+	app := filepath.Join(work, "app")
+	if err := os.Mkdir(app, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(work, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := newFS(t, shelld.Config{}, Options{Resolve: func(p string) (string, bool) {
+		if rest, ok := strings.CutPrefix(p, "/workspaces"); ok {
+			return work + rest, true
+		}
+		return "", false
+	}})
+	run := func(t *testing.T, dir vfs.Node, verbs string) {
+		t.Helper()
+		if err := write(walk(t, dir, "ctl"), verbs); err != nil {
+			t.Fatalf("ctl %q: %v", verbs, err)
+		}
+	}
+	before := map[string]func(t *testing.T, dir vfs.Node){
+		"":      func(*testing.T, vfs.Node) {},
+		"ended": func(t *testing.T, dir vfs.Node) { run(t, dir, "exec true"); done(t, dir) },
+		"shell": func(t *testing.T, dir vfs.Node) { run(t, dir, "start") },
+		"sleep": func(t *testing.T, dir vfs.Node) { run(t, dir, "exec sleep 30") },
+	}
+	tests := []struct {
+		before, ctl string
+		errno       syscall.Errno
+		why         string                                // in lastError
+		check       func(t *testing.T, dir vfs.Node) bool // what the verb did
+	}{
+		{"", "exec echo hi", 0, "", func(t *testing.T, dir vfs.Node) bool {
+			st := done(t, dir)
+			return st.Command == "echo hi" && st.Status == shelld.Completed && read(t, walk(t, dir, "stdout")) == "hi\r\n"
+		}},
+		{"", "exec", syscall.EINVAL, "needs an argument", nil},
+		{"", "exec   ", syscall.EINVAL, "needs an argument", nil},
+		{"ended", "exec true", syscall.EBUSY, "already runs", nil},
+		{"shell", "exec true", syscall.EBUSY, "already runs", nil},
+		{"", "start", 0, "", func(t *testing.T, dir vfs.Node) bool {
+			return status(t, dir).Command == "/bin/sh -l" && read(t, walk(t, dir, "cmdline")) == "/bin/sh -l\n"
+		}},
+		{"", "start now", syscall.EINVAL, `takes no argument, got "now"`, nil},
+		{"shell", "start", syscall.EBUSY, "already runs", nil},
+		{"", "cwd " + app, 0, "", func(t *testing.T, dir vfs.Node) bool { return cwdOf(t, dir) == app }},
+		{"", "cwd /workspaces/app", 0, "", func(t *testing.T, dir vfs.Node) bool { return cwdOf(t, dir) == app }},
+		{"", "cwd /workspaces/x/../app/", 0, "", func(t *testing.T, dir vfs.Node) bool { return cwdOf(t, dir) == app }},
+		{"", "cwd relative", syscall.EINVAL, "not an absolute path", nil},
+		{"", "cwd /workspaces/none", syscall.ENOENT, "none", nil},
+		{"", "cwd " + file, syscall.ENOTDIR, "file", nil},
+		{"shell", "cwd /", syscall.EBUSY, "already runs", nil},
+		{"", "env A=1 2", 0, "", func(t *testing.T, dir vfs.Node) bool {
+			return strings.Contains(read(t, walk(t, dir, "env")), "\nA=1 2\n")
+		}},
+		{"", "env A=", 0, "", func(t *testing.T, dir vfs.Node) bool {
+			return strings.Contains(read(t, walk(t, dir, "env")), "\nA=\n")
+		}},
+		{"", "env NOVALUE", syscall.EINVAL, "want NAME=VALUE", nil},
+		{"", "env =x", syscall.EINVAL, "want NAME=VALUE", nil},
+		{"", "env 1A=x", syscall.EINVAL, "want NAME=VALUE", nil},
+		{"shell", "env A=1", syscall.EBUSY, "already runs", nil},
+		{"", "timeout 30s", 0, "", nil},
+		{"", "timeout 1.5", 0, "", nil},
+		{"", "timeout 0", 0, "", nil},
+		{"", "timeout soon", syscall.EINVAL, `bad duration "soon"`, nil},
+		{"", "timeout -1s", syscall.EINVAL, `bad duration "-1s"`, nil},
+		{"", "timeout -1", syscall.EINVAL, `bad duration "-1"`, nil},
+		{"", "timeout 1e10", syscall.EINVAL, `bad duration "1e10"`, nil},
+		{"", "timeout inf", syscall.EINVAL, `bad duration "inf"`, nil},
+		{"", "timeout 0.2\nexec sleep 30", 0, "", func(t *testing.T, dir vfs.Node) bool {
+			st := done(t, dir)
+			return st.TimedOut && st.Status == shelld.Killed && st.Signal == "SIGTERM"
+		}},
+		{"", "yield 250ms", 0, "", func(t *testing.T, dir vfs.Node) bool {
+			return dir.(*sessionDir).yieldTime() == 250*time.Millisecond
+		}},
+		{"", "yield 7\nyield 0", 0, "", func(t *testing.T, dir vfs.Node) bool {
+			return dir.(*sessionDir).yieldTime() == DefaultYield
+		}},
+		{"", "yield 1h", 0, "", nil},
+		{"", "yield 2h", syscall.EINVAL, "longer than", nil},
+		{"", "yield 1e10", syscall.EINVAL, `bad duration "1e10"`, nil},
+		{"", "yield x", syscall.EINVAL, `bad duration "x"`, nil},
+		{"sleep", "signal TERM", 0, "", func(t *testing.T, dir vfs.Node) bool {
+			st := done(t, dir)
+			return st.Status == shelld.Killed && st.Signal == "SIGTERM"
+		}},
+		{"sleep", "signal SIGUSR1", 0, "", func(t *testing.T, dir vfs.Node) bool { return done(t, dir).Signal == "SIGUSR1" }},
+		{"sleep", "signal 9", 0, "", func(t *testing.T, dir vfs.Node) bool { return done(t, dir).Signal == "SIGKILL" }},
+		{"", "signal TERM", syscall.ESRCH, "runs no process", nil},
+		{"ended", "signal TERM", syscall.ESRCH, "runs no process", nil},
+		{"sleep", "signal NOPE", syscall.EINVAL, `unknown signal "NOPE"`, nil},
+		{"sleep", "signal", syscall.EINVAL, `unknown signal ""`, nil},
+		{"sleep", "kill", 0, "", func(t *testing.T, dir vfs.Node) bool {
+			// kill waits: the process is gone when the write returns.
+			st := session(dir).Status()
+			return st.Status == shelld.Killed && st.Signal == "SIGKILL"
+		}},
+		{"", "kill", 0, "", func(t *testing.T, dir vfs.Node) bool { return status(t, dir).Status == shelld.Idle }},
+		{"ended", "kill", 0, "", nil},
+		{"sleep", "kill -9", syscall.EINVAL, "takes no argument", nil},
+		{"shell", "eof", 0, "", func(t *testing.T, dir vfs.Node) bool { return done(t, dir).Status == shelld.Completed }},
+		{"", "eof", syscall.ESRCH, "runs no process", nil},
+		{"ended", "eof", syscall.EPIPE, "has exited", nil},
+		{"shell", "eof x", syscall.EINVAL, "takes no argument", nil},
+		{"", "resize 30 100", 0, "", func(t *testing.T, dir vfs.Node) bool {
+			run(t, dir, "exec stty size")
+			done(t, dir)
+			return read(t, walk(t, dir, "stdout")) == "30 100\r\n"
+		}},
+		{"shell", "resize 50 132", 0, "", nil},
+		{"", "resize 0 80", syscall.EINVAL, "want ROWS COLS", nil},
+		{"", "resize 30", syscall.EINVAL, "want ROWS COLS", nil},
+		{"", "resize a b", syscall.EINVAL, "want ROWS COLS", nil},
+		{"", "resize 70000 80", syscall.EINVAL, "want ROWS COLS", nil},
+		{"ended", "resize 30 100", syscall.EPIPE, "has exited", nil},
+		{"", "bogus", syscall.EINVAL, `unknown verb "bogus"`, nil},
+		{"", "EXEC true", syscall.EINVAL, `unknown verb "EXEC"`, nil},
+		{"", "\n\n# comment\n   \n", 0, "", nil},
+		{"", "  env SPACED=1  \n", 0, "", func(t *testing.T, dir vfs.Node) bool {
+			return strings.Contains(read(t, walk(t, dir, "env")), "\nSPACED=1\n")
+		}},
+		{"", "env A=1\r\nenv B=2", 0, "", func(t *testing.T, dir vfs.Node) bool {
+			env := read(t, walk(t, dir, "env"))
+			return strings.Contains(env, "\nA=1\n") && strings.Contains(env, "\nB=2\n")
+		}},
+		// The first failing verb fails the write; those before it ran,
+		// those after it did not.
+		{"", "env GOOD=1\nnope\nenv LATER=1\n", syscall.EINVAL, `unknown verb "nope"`, func(t *testing.T, dir vfs.Node) bool {
+			env := read(t, walk(t, dir, "env"))
+			return strings.Contains(env, "GOOD=1") && !strings.Contains(env, "LATER=1")
+		}},
+	}
+	for i, tc := range tests {
+		dir := mkdir(t, f, fmt.Sprintf("v%03d", i))
+		before[tc.before](t, dir)
+		err := write(walk(t, dir, "ctl"), tc.ctl)
+		if got := vfs.Errno(err); got != tc.errno {
+			t.Errorf("%s: ctl %q: got %s (%v), want %s", tc.before, tc.ctl, errName(err), err, errName(tc.errno))
+			continue
+		}
+		last := session(dir).Status().LastError
+		if tc.errno != 0 && !strings.Contains(last, tc.why) {
+			t.Errorf("%s: ctl %q: lastError %q, want it to say %q", tc.before, tc.ctl, last, tc.why)
+		}
+		if tc.errno != 0 && !strings.HasPrefix(last, "ctl") {
+			t.Errorf("%s: ctl %q: lastError %q, want it to name the verb", tc.before, tc.ctl, last)
+		}
+		if tc.check != nil && !tc.check(t, dir) {
+			t.Errorf("%s: ctl %q did not do its work: status %+v", tc.before, tc.ctl, session(dir).Status())
+		}
+	}
+}
+
+func cwdOf(t *testing.T, dir vfs.Node) string {
+	t.Helper()
+	target, err := walk(t, dir, "cwd").(vfs.Readlinker).Readlink(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return target
+}
+
+// Temp files beside stdin and ctl: renamed over them they act as one
+// write and go away; over other files, or failing, they stay.
+func TestTempFiles(t *testing.T) {
+	f, _ := newFS(t, shelld.Config{}, Options{})
+	other := mkdir(t, f, "other")
+	dir := mkdir(t, f, "t")
+	fixed := []string{"cmdline", "cmds", "ctl", "cwd", "env", "status", "stdin", "stdout", "stream", "tail", "wait"}
+	temp := func(name, data string) vfs.Node {
+		t.Helper()
+		n, h, err := dir.Create(bg, name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			t.Fatalf("create %s: %v", name, err)
+		}
+		if _, err := h.WriteAt(bg, []byte(data), 0); err != nil {
+			t.Fatalf("write %s: %v", name, err)
+		}
+		if s, ok := h.(vfs.Syncer); ok {
+			if err := s.Sync(bg); err != nil {
+				t.Errorf("fsync %s: %v", name, err)
+			}
+		}
+		h.Close()
+		return n
+	}
+	listed := func(want ...string) {
+		t.Helper()
+		all := append(slices.Clone(fixed), want...)
+		if got := list(t, dir); !slices.Equal(got, all) {
+			t.Errorf("listing: %q, want %q", got, all)
+		}
+	}
+
+	// Over ctl: the verbs run, the temp file is gone.
+	temp(".ctl.1", "env SAVED=1\nresize 40 120\n")
+	if err := dir.Rename(bg, ".ctl.1", dir, "ctl"); err != nil {
+		t.Fatalf("rename over ctl: %v", err)
+	}
+	if env := read(t, walk(t, dir, "env")); !strings.Contains(env, "SAVED=1\n") {
+		t.Errorf("env after a save over ctl:\n%s", env)
+	}
+	_, err := dir.Lookup(bg, ".ctl.1")
+	wantErrno(t, "lookup of the temp file after its rename", err, syscall.ENOENT)
+	listed()
+
+	// A bad verb fails the rename as it fails a write; the temp stays.
+	temp(".ctl.2", "bogus\n")
+	wantErrno(t, "rename of a bad ctl save", dir.Rename(bg, ".ctl.2", dir, "ctl"), syscall.EINVAL)
+	if last := session(dir).Status().LastError; !strings.Contains(last, `unknown verb "bogus"`) {
+		t.Errorf("lastError after a bad save: %q", last)
+	}
+	listed(".ctl.2")
+	if err := dir.Remove(bg, ".ctl.2", false); err != nil {
+		t.Errorf("unlink of a temp file: %v", err)
+	}
+	listed()
+
+	// Over other session files: EPERM, and the temp stays.
+	temp("x.tmp", "data")
+	for _, to := range []string{"stdout", "status", "wait", "cmds", "cwd"} {
+		wantErrno(t, "rename over "+to, dir.Rename(bg, "x.tmp", dir, to), syscall.EPERM)
+	}
+	// Between temp names: a plain move, the bytes with it.
+	if err := dir.Rename(bg, "x.tmp", dir, "y.tmp"); err != nil {
+		t.Errorf("rename between temp names: %v", err)
+	}
+	if got := read(t, walk(t, dir, "y.tmp")); got != "data" {
+		t.Errorf("moved temp file holds %q", got)
+	}
+	if err := dir.Rename(bg, "y.tmp", dir, "y.tmp"); err != nil {
+		t.Errorf("rename onto itself: %v", err)
+	}
+	listed("y.tmp")
+	wantErrno(t, "rename of a session file", dir.Rename(bg, "stdin", dir, "z"), syscall.EPERM)
+	wantErrno(t, "rename of a missing name", dir.Rename(bg, "nope", dir, "stdin"), syscall.ENOENT)
+	wantErrno(t, "rename to another session", dir.Rename(bg, "y.tmp", other, "stdin"), syscall.EXDEV)
+	dir.Remove(bg, "y.tmp", false)
+
+	// An empty save does nothing: the session stays idle.
+	temp("empty", "")
+	if err := dir.Rename(bg, "empty", dir, "stdin"); err != nil || status(t, dir).Status != shelld.Idle {
+		t.Errorf("empty save over stdin: %v, status %s", err, status(t, dir).Status)
+	}
+	listed()
+
+	// Over stdin: one write, which starts the shell.
+	temp(".stdin.1", "echo saved-$((40+2))\n")
+	if err := dir.Rename(bg, ".stdin.1", dir, "stdin"); err != nil {
+		t.Fatalf("rename over stdin: %v", err)
+	}
+	listed()
+	eventually(t, "the saved line ran", func() bool {
+		return strings.Contains(read(t, walk(t, dir, "stdout")), "saved-42\r\n")
+	})
+
+	// Creating a session file's name opens it; O_EXCL refuses it.
+	for _, name := range fixed {
+		_, _, err := dir.Create(bg, name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		wantErrno(t, "create O_EXCL of "+name, err, syscall.EEXIST)
+	}
+	n, h, err := dir.Create(bg, "stdin", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil || n != walk(t, dir, "stdin") {
+		t.Fatalf("create of stdin: %v", err)
+	}
+	if _, err := h.WriteAt(bg, []byte("echo via-create\n"), 0); err != nil {
+		t.Errorf("write through create of stdin: %v", err)
+	}
+	h.Close()
+	_, _, err = dir.Create(bg, "status", os.O_WRONLY|os.O_CREATE, 0o644)
+	wantErrno(t, "create of status for writing", err, syscall.EACCES)
+	listed()
+
+	// Temp files behave as files: truncate, append, modes; not owners.
+	tf := temp("file", "hello")
+	if a, err := tf.SetAttr(bg, vfs.SetAttr{Valid: vfs.SetMode, Mode: 0o644}); err != nil || a.Mode != syscall.S_IFREG|0o644 {
+		t.Errorf("chmod of a temp file: %o, %v", a.Mode, err)
+	}
+	if a, _ := tf.Attr(bg); !a.Volatile || a.Size != 5 {
+		// Volatile: see tempFile.Attr (a rename over stdin must not
+		// leave the kernel's entry of "stdin" on the temp file).
+		t.Errorf("temp file attr: %+v, want volatile, 5 bytes", a)
+	}
+	_, err = tf.SetAttr(bg, vfs.SetAttr{Valid: vfs.SetUid, Uid: uint32(os.Geteuid()) + 1})
+	wantErrno(t, "chown of a temp file", err, syscall.EPERM)
+	if h, err := tf.Open(bg, os.O_WRONLY|os.O_APPEND); err == nil {
+		h.WriteAt(bg, []byte(" world"), 0)
+		h.Close()
+	}
+	if got := read(t, tf); got != "hello world" {
+		t.Errorf("after an append: %q", got)
+	}
+	if h, err := tf.Open(bg, os.O_WRONLY|os.O_TRUNC); err == nil {
+		h.Close()
+	}
+	if got := read(t, tf); got != "" {
+		t.Errorf("after O_TRUNC: %q", got)
+	}
+	_, err = tf.SetAttr(bg, vfs.SetAttr{Valid: vfs.SetSize, Size: maxTempSize + 1})
+	wantErrno(t, "truncate past the bound", err, syscall.EFBIG)
+	h, _ = tf.Open(bg, os.O_WRONLY)
+	_, err = h.WriteAt(bg, []byte("x"), maxTempSize)
+	wantErrno(t, "write past the bound", err, syscall.EFBIG)
+	h.Close()
+	wantErrno(t, "rmdir of a temp file", dir.Remove(bg, "file", true), syscall.ENOTDIR)
+
+	// At most maxTemps of them.
+	for i := 1; i < maxTemps; i++ {
+		temp("many"+strconv.Itoa(i), "")
+	}
+	_, _, err = dir.Create(bg, "one-too-many", os.O_RDWR|os.O_CREATE, 0o600)
+	wantErrno(t, "create past the temp file bound", err, syscall.ENOSPC)
+	if last := session(dir).Status().LastError; !strings.Contains(last, "too many temp files") {
+		t.Errorf("lastError past the temp file bound: %q", last)
+	}
+}
+
+// rm -r of a session: unlinking its files (and rmdir of cmds/ and its
+// records) succeeds and changes nothing; the rmdir at the end kills it.
+func TestRemove(t *testing.T) {
+	f, _ := newFS(t, shelld.Config{}, Options{})
+	dir := mkdir(t, f, "r")
+	if err := write(walk(t, dir, "stdin"), "echo one\n"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a command record", func() bool {
+		_, err := walk(t, dir, "cmds").Lookup(bg, "1")
+		return err == nil
+	})
+	before := list(t, dir)
+	for _, name := range before {
+		isDir := name == "cmds"
+		if err := dir.Remove(bg, name, isDir); err != nil {
+			t.Errorf("remove %s: %v, want success changing nothing", name, err)
+		}
+		wantErrno(t, "remove "+name+" as the wrong type", dir.Remove(bg, name, !isDir), map[bool]syscall.Errno{true: syscall.EISDIR, false: syscall.ENOTDIR}[isDir])
+	}
+	cmds := walk(t, dir, "cmds")
+	rec := walk(t, cmds, "1")
+	for _, name := range list(t, rec) {
+		if err := rec.Remove(bg, name, false); err != nil {
+			t.Errorf("remove cmds/1/%s: %v", name, err)
+		}
+	}
+	for _, name := range []string{"1", "last"} {
+		if err := cmds.Remove(bg, name, name == "1"); err != nil {
+			t.Errorf("remove cmds/%s: %v", name, err)
+		}
+	}
+	if got := list(t, dir); !slices.Equal(got, before) {
+		t.Errorf("after the unlinks the session lists %q, want %q", got, before)
+	}
+	if got := list(t, cmds); !slices.Equal(got, []string{"1", "last"}) {
+		t.Errorf("after the unlinks cmds lists %q", got)
+	}
+	wantErrno(t, "remove of a missing name", dir.Remove(bg, "nope", false), syscall.ENOENT)
+
+	root := f.Root()
+	wantErrno(t, "unlink /proc/r", root.Remove(bg, "r", false), syscall.EISDIR)
+	wantErrno(t, "unlink /proc/clone", root.Remove(bg, "clone", false), syscall.EPERM)
+	wantErrno(t, "unlink /proc/status", root.Remove(bg, "status", false), syscall.EPERM)
+	s := session(dir)
+	if err := root.Remove(bg, "r", true); err != nil {
+		t.Fatalf("rmdir /proc/r: %v", err)
+	}
+	select {
+	case <-s.Done():
+	default:
+		t.Errorf("the shell is still running after rmdir returned")
+	}
+	_, err := root.Lookup(bg, "r")
+	wantErrno(t, "lookup after rmdir", err, syscall.ENOENT)
+	wantErrno(t, "rmdir again", root.Remove(bg, "r", true), syscall.ENOENT)
+}
+
+// A reader below the kept head (output past the cap dropped) is moved up
+// to the head and reads on: offsets shifted, nothing repeated or skipped.
+func TestReaderShift(t *testing.T) {
+	clock := &fakeClock{now: epoch}
+	log := shelld.NewLog(100, clock.Now)
+	r := &logReader{log: log}
+	buf := make([]byte, 1000)
+	log.Write([]byte(strings.Repeat("a", 60)))
+	if n, err := r.ReadAt(bg, buf[:50], 0); n != 50 || err != nil {
+		t.Fatalf("first read: %d, %v", n, err)
+	}
+	log.Write([]byte(strings.Repeat("b", 100))) // start 60, end 160
+	n, err := r.ReadAt(bg, buf, 50)
+	if got := string(buf[:n]); got != strings.Repeat("b", 100) || err != nil {
+		t.Errorf("read below the head: %q, %v; want the 100 kept bytes", got, err)
+	}
+	if n, err := r.ReadAt(bg, buf, 150); n != 0 || err != io.EOF {
+		t.Errorf("read at the shifted end: %d, %v; want EOF", n, err)
+	}
+	log.Write([]byte("cc")) // start 62, end 162
+	if n, _ := r.ReadAt(bg, buf, 150); string(buf[:n]) != "cc" {
+		t.Errorf("read on after the shift: %q, want cc", buf[:n])
+	}
+	// A new reader at 0 of a truncated log starts at the head.
+	r2 := &logReader{log: log}
+	if n, _ := r2.ReadAt(bg, buf, 0); n != 100 || string(buf[n-2:n]) != "cc" {
+		t.Errorf("new reader at 0: %q", buf[:n])
+	}
+	// Absolute offsets above the head read as they are.
+	r3 := &logReader{log: log}
+	if n, _ := r3.ReadAt(bg, buf, 160); string(buf[:n]) != "cc" {
+		t.Errorf("reader at absolute 160: %q", buf[:n])
+	}
+	if _, err := r3.ReadAt(bg, buf, -1); vfs.Errno(err) != syscall.EINVAL {
+		t.Errorf("read at -1: %v", err)
+	}
+	// A stream reader at the end of a closed log ends (EOF).
+	log.Close()
+	s := &logReader{log: log, follow: func(ctx context.Context, off int64) (bool, error) {
+		return log.Follow(ctx, off)
+	}}
+	if n, _ := s.ReadAt(bg, buf, 0); n != 100 {
+		t.Errorf("stream at 0: %d bytes", n)
+	}
+	if n, err := s.ReadAt(bg, buf, 100); n != 0 || (err != nil && err != io.EOF) {
+		t.Errorf("stream at the end of a closed log: %d, %v", n, err)
+	}
+
+	// The same through a session's stdout and stream, with a tiny cap.
+	f, _ := newFS(t, shelld.Config{OutputCap: 64}, Options{})
+	dir := mkdir(t, f, "cap")
+	if err := write(walk(t, dir, "ctl"), "exec printf '%0200d' 7"); err != nil {
+		t.Fatal(err)
+	}
+	st := done(t, dir)
+	want := strings.Repeat("0", 63) + "7"
+	for _, file := range []string{"stdout", "stream", "tail"} {
+		if got := read(t, walk(t, dir, file)); got != want {
+			t.Errorf("%s past the cap: %q, want the last 64 bytes %q", file, got, want)
+		}
+	}
+	if a, _ := walk(t, dir, "stdout").Attr(bg); a.Size != 200 || st.Output != 200 || !st.Truncated {
+		t.Errorf("stdout size %d, outputBytes %d, truncated %v; want 200, 200, true", a.Size, st.Output, st.Truncated)
+	}
+}
+
+// wait, stream and cmds/N/wait block at most the yield time; an idle
+// session's wait returns at once; a caller giving up ends the read.
+func TestYield(t *testing.T) {
+	f, _ := newFS(t, shelld.Config{}, Options{Yield: 200 * time.Millisecond})
+	idle := mkdir(t, f, "idle")
+	start := time.Now()
+	if got := read(t, walk(t, idle, "wait")); !strings.Contains(got, `"status":"idle"`) || time.Since(start) > time.Second {
+		t.Errorf("wait of an idle session: %q after %v", got, time.Since(start))
+	}
+
+	dir := mkdir(t, f, "y")
+	if err := write(walk(t, dir, "ctl"), "exec sleep 30"); err != nil {
+		t.Fatal(err)
+	}
+	sh := mkdir(t, f, "sh")
+	if err := write(walk(t, sh, "stdin"), "sleep 30\n"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a record", func() bool { _, ok := session(sh).LastCommand(); return ok })
+	for _, tc := range []struct {
+		what  string
+		node  vfs.Node
+		yield time.Duration
+		want  string
+	}{
+		{"wait", walk(t, dir, "wait"), 200 * time.Millisecond, `"status":"running"`},
+		{"stream", walk(t, dir, "stream"), 200 * time.Millisecond, ""},
+		{"cmds/1/wait", walk(t, sh, "cmds", "1", "wait"), 200 * time.Millisecond, `"status":"running"`},
+	} {
+		start := time.Now()
+		got := read(t, tc.node)
+		took := time.Since(start)
+		if took < tc.yield-10*time.Millisecond || took > tc.yield+3*time.Second {
+			t.Errorf("%s with yield %v returned after %v", tc.what, tc.yield, took)
+		}
+		if (tc.want == "" && got != "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%s at the yield time: %q, want %q in it", tc.what, got, tc.want)
+		}
+	}
+	// The session's own yield verb wins over the default.
+	if err := write(walk(t, dir, "ctl"), "yield 500ms"); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	read(t, walk(t, dir, "wait"))
+	if took := time.Since(start); took < 490*time.Millisecond || took > 4*time.Second {
+		t.Errorf("wait with yield 500ms returned after %v", took)
+	}
+	// A caller that gives up (an interrupt) ends a wait long before the
+	// yield time, without a snapshot: the next read waits again.
+	if err := write(walk(t, dir, "ctl"), "yield 1h"); err != nil {
+		t.Fatal(err)
+	}
+	h, err := walk(t, dir, "wait").Open(bg, os.O_RDONLY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(bg, 100*time.Millisecond)
+	start = time.Now()
+	n, err := h.ReadAt(ctx, make([]byte, 4096), 0)
+	cancel()
+	if n != 0 || err == nil || time.Since(start) > 3*time.Second {
+		t.Errorf("an interrupted wait: %d bytes, %v after %v; want an error at once", n, err, time.Since(start))
+	}
+	// Ending the process ends the wait at once.
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		write(walk(t, dir, "ctl"), "kill")
+	}()
+	buf := make([]byte, 4096)
+	n, err = h.ReadAt(bg, buf, 0)
+	if !strings.Contains(string(buf[:n]), `"status":"killed"`) {
+		t.Errorf("wait across a kill: %q, %v", buf[:n], err)
+	}
+	h.Close()
+}
+
+// clone makes sessions with fresh numbers, skipping names taken by mkdir.
+func TestClone(t *testing.T) {
+	f, _ := newFS(t, shelld.Config{}, Options{})
+	clone := walk(t, f.Root(), "clone")
+	got := []string{read(t, clone), read(t, clone)}
+	mkdir(t, f, "3")
+	got = append(got, read(t, clone))
+	if want := []string{"1\n", "2\n", "4\n"}; !slices.Equal(got, want) {
+		t.Errorf("clone gave %q, want %q", got, want)
+	}
+	if names := list(t, f.Root()); !slices.Equal(names, []string{"clone", "status", "1", "2", "3", "4"}) {
+		t.Errorf("/proc lists %q", names)
+	}
+	// A session's directory is the same node (and inode) each time.
+	a, b := walk(t, f.Root(), "1"), walk(t, f.Root(), "1")
+	aa, _ := a.Attr(bg)
+	ba, _ := b.Attr(bg)
+	if a != b || aa.Ino != ba.Ino || !aa.IsDir() || !aa.Volatile {
+		t.Errorf("two lookups of a session: %p %+v and %p %+v", a, aa, b, ba)
+	}
+	if st := status(t, a); st.Status != shelld.Idle || st.ID != "1" {
+		t.Errorf("a cloned session: %+v", st)
+	}
+	_, err := clone.Open(bg, os.O_WRONLY)
+	wantErrno(t, "open clone for writing", err, syscall.EACCES)
+}
+
+// mkdir takes 1 to 64 of [A-Za-z0-9._-], not starting with a dot.
+func TestMkdirNames(t *testing.T) {
+	f, _ := newFS(t, shelld.Config{}, Options{})
+	for _, tc := range []struct {
+		name  string
+		errno syscall.Errno
+	}{
+		{"a", 0},
+		{"A-b_c.d", 0},
+		{"-dash", 0},
+		{"_under", 0},
+		{"0", 0},
+		{"x.", 0},
+		{strings.Repeat("x", 64), 0},
+		{strings.Repeat("y", 65), syscall.EINVAL},
+		{".hidden", syscall.EINVAL},
+		{"a b", syscall.EINVAL},
+		{"tab\t", syscall.EINVAL},
+		{"é", syscall.EINVAL},
+		{"a:b", syscall.EINVAL},
+		{"a*", syscall.EINVAL},
+		{"clone", syscall.EEXIST},
+		{"status", syscall.EEXIST},
+		{"a", syscall.EEXIST},
+	} {
+		_, err := f.Root().Mkdir(bg, tc.name, 0o755)
+		wantErrno(t, "mkdir "+tc.name, err, tc.errno)
+		if tc.errno == syscall.EINVAL {
+			if s := summary(t, f); !strings.Contains(s.LastError, strconv.Quote(tc.name)) || !strings.Contains(s.LastError, "not starting with '.'") {
+				t.Errorf("mkdir %q: /proc/status lastError %q, want why", tc.name, s.LastError)
+			}
+		}
+	}
+	if s := summary(t, f); s.Sessions != 7 {
+		t.Errorf("/proc/status: %+v, want 7 sessions", s)
+	}
+	// A session's directory takes no new directories of its own.
+	_, err := walk(t, f.Root(), "a").Mkdir(bg, "sub", 0o755)
+	wantErrno(t, "mkdir in a session", err, syscall.EPERM)
+}
+
+// At the cap of live sessions, mkdir and clone fail with EAGAIN and
+// /proc/status says why; a finished session frees its place.
+func TestStatusAtCap(t *testing.T) {
+	f, _ := newFS(t, shelld.Config{MaxLive: 2}, Options{})
+	if s := summary(t, f); s != (summaryJSON{Sessions: 0, Live: 0, MaxLive: 2}) {
+		t.Errorf("/proc/status of an empty tree: %+v", s)
+	}
+	a := mkdir(t, f, "a")
+	mkdir(t, f, "b")
+	_, err := f.Root().Mkdir(bg, "c", 0o755)
+	wantErrno(t, "mkdir past the cap", err, syscall.EAGAIN)
+	if s := summary(t, f); s.Live != 2 || s.MaxLive != 2 || !strings.Contains(s.LastError, "mkdir c") || !strings.Contains(s.LastError, "too many live sessions: 2 of 2") {
+		t.Errorf("/proc/status at the cap: %+v", s)
+	}
+	_, err = walk(t, f.Root(), "clone").Open(bg, os.O_RDONLY)
+	wantErrno(t, "clone past the cap", err, syscall.EAGAIN)
+	if s := summary(t, f); !strings.HasPrefix(s.LastError, "clone: ") {
+		t.Errorf("/proc/status after a clone past the cap: %+v", s)
+	}
+	if err := write(walk(t, a, "ctl"), "exec true"); err != nil {
+		t.Fatal(err)
+	}
+	done(t, a)
+	mkdir(t, f, "c")
+	if s := summary(t, f); s.Sessions != 3 || s.Live != 2 {
+		t.Errorf("/proc/status once a finished: %+v, want 3 sessions, 2 live", s)
+	}
+}
+
+// The files of a session as an agent uses them: stdin starts the shell,
+// the records, EPIPE after the exit; modes are enforced.
+func TestSessionFiles(t *testing.T) {
+	t.Setenv("GSVFS_UNIT_SECRET", "hunter2")
+	f, _ := newFS(t, shelld.Config{Env: []string{"PATH", "GSVFS_NOT_SET"}}, Options{})
+	dir := mkdir(t, f, "s")
+	if got := read(t, walk(t, dir, "cmdline")); got != "" {
+		t.Errorf("cmdline of an idle session: %q", got)
+	}
+	env := read(t, walk(t, dir, "env"))
+	if strings.Contains(env, "hunter2") || !strings.Contains(env, "PATH=") || !strings.HasPrefix(env, "TERM=") {
+		t.Errorf("env of a session, with only PATH allowed:\n%s", env)
+	}
+	// Modes: inputs are write-only, outputs read-only.
+	for _, tc := range []struct {
+		file  string
+		flags int
+		errno syscall.Errno
+	}{
+		{"stdin", os.O_RDONLY, syscall.EACCES},
+		{"ctl", os.O_RDWR, syscall.EACCES},
+		{"stdout", os.O_WRONLY, syscall.EACCES},
+		{"stdout", os.O_RDONLY | os.O_TRUNC, syscall.EACCES},
+		{"status", os.O_RDWR, syscall.EACCES},
+		{"stdin", os.O_WRONLY | os.O_TRUNC, 0},
+		{"ctl", os.O_WRONLY | os.O_APPEND, 0},
+	} {
+		h, err := walk(t, dir, tc.file).Open(bg, tc.flags)
+		wantErrno(t, "open "+tc.file, err, tc.errno)
+		if err == nil {
+			h.Close()
+		}
+	}
+	_, err := walk(t, dir, "stdin").SetAttr(bg, vfs.SetAttr{Valid: vfs.SetSize, Size: 0})
+	wantErrno(t, "truncate stdin to 0", err, 0)
+	_, err = walk(t, dir, "stdin").SetAttr(bg, vfs.SetAttr{Valid: vfs.SetSize, Size: 3})
+	wantErrno(t, "truncate stdin to 3", err, syscall.EPERM)
+	_, err = walk(t, dir, "stdout").SetAttr(bg, vfs.SetAttr{Valid: vfs.SetSize, Size: 0})
+	wantErrno(t, "truncate stdout", err, syscall.EPERM)
+	_, err = walk(t, dir, "stdin").SetAttr(bg, vfs.SetAttr{Valid: vfs.SetMode, Mode: 0o666})
+	wantErrno(t, "chmod stdin", err, syscall.EPERM)
+
+	// The first write starts the login shell; each line is a record.
+	if err := write(walk(t, dir, "stdin"), "X=5; cd /\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := write(walk(t, dir, "stdin"), "echo \"x=$X\"; (exit 4)\n"); err != nil {
+		t.Fatal(err)
+	}
+	var c waited
+	last, err := walk(t, dir, "cmds", "last").(vfs.Readlinker).Readlink(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := read(t, walk(t, dir, "cmds", last, "wait"))
+	if err := json.Unmarshal([]byte(data), &c); err != nil {
+		t.Fatalf("cmds/last/wait %q: %v", data, err)
+	}
+	if c.N != 2 || c.Output != "x=5\r\n" || c.ExitCode == nil || *c.ExitCode != 4 || c.Status != shelld.Failed {
+		t.Errorf("cmds/last/wait: %+v", c)
+	}
+	if last != "2" {
+		t.Errorf("cmds/last -> %q", last)
+	}
+	for file, want := range map[string]string{"input": "echo \"x=$X\"; (exit 4)\n", "output": "x=5\r\n", "exit": "4\n"} {
+		if got := read(t, walk(t, dir, "cmds", "2", file)); got != want {
+			t.Errorf("cmds/2/%s: %q, want %q", file, got, want)
+		}
+	}
+	if got := cwdOf(t, dir); got != "/" {
+		t.Errorf("cwd after cd /: %q", got)
+	}
+	for _, name := range []string{"0", "3", "01", "-1", "x"} {
+		_, err := walk(t, dir, "cmds").Lookup(bg, name)
+		wantErrno(t, "lookup cmds/"+name, err, syscall.ENOENT)
+	}
+	if got := read(t, walk(t, dir, "cmdline")); got != "/bin/sh -l\n" {
+		t.Errorf("cmdline: %q", got)
+	}
+	// stdout's size and mtime are the log's.
+	a, _ := walk(t, dir, "stdout").Attr(bg)
+	if _, end, mtime, _ := session(dir).Output().Stat(); a.Size != end || !a.Mtime.Equal(mtime) || !a.Volatile {
+		t.Errorf("stdout attr %+v, log end %d mtime %v", a, end, mtime)
+	}
+	if err := write(walk(t, dir, "stdin"), "exit 3\n"); err != nil {
+		t.Fatal(err)
+	}
+	if st := done(t, dir); st.Status != shelld.Failed || *st.ExitCode != 3 {
+		t.Errorf("after exit 3: %+v", st)
+	}
+	err = write(walk(t, dir, "stdin"), "echo late\n")
+	wantErrno(t, "write to stdin after the exit", err, syscall.EPIPE)
+	if last := status(t, dir).LastError; !strings.Contains(last, "has exited") {
+		t.Errorf("lastError after a write past the exit: %q", last)
+	}
+	if !ended(status(t, dir)) {
+		t.Errorf("status after the exit: %+v", status(t, dir))
+	}
+}
