@@ -8,6 +8,7 @@ require (
 	github.com/hugelgupf/p9 v0.4.1
 	github.com/spf13/cobra v1.10.2
 	golang.org/x/sys v0.49.0
+	golang.org/x/term v0.47.0
 )
 
 require (

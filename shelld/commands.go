@@ -647,7 +647,10 @@ func (s *Session) WaitCommand(ctx context.Context, n int) (Command, error) {
 	}
 	var c Command
 	var missing bool
-	err := s.poll(ctx, func(probed bool) bool {
+	err := s.poll(ctx, func(probed, deep bool) bool {
+		if probed {
+			s.settleWith(deep)
+		}
 		s.rd.Lock()
 		defer s.rd.Unlock()
 		r := t.find(n)
@@ -669,29 +672,30 @@ func (s *Session) WaitCommand(ctx context.Context, n int) (Command, error) {
 // session is returned at once: it has nothing to wait for.
 func (s *Session) Wait(ctx context.Context) (Status, error) {
 	var st Status
-	err := s.poll(ctx, func(probed bool) bool {
+	err := s.poll(ctx, func(probed, deep bool) bool {
 		if !probed {
 			return false
 		}
-		st = s.Status()
+		st = s.status(deep)
 		return st.Status != Running
 	})
 	return st, err
 }
 
-// poll calls done until it reports true or ctx ends. done(true) follows a
-// fresh look at the terminal (settle); done(false) only follows new
-// output. The end of a command shows in the output at once; whether the
-// terminal waits for input is looked at 1 ms after output stops, then
-// less and less often, at least every 50 ms.
-func (s *Session) poll(ctx context.Context, done func(probed bool) bool) error {
+// poll calls done until it reports true or ctx ends. done(true, deep)
+// is to take a fresh look at the terminal (settleWith deep); done(false,
+// _) only follows new output. The end of a command shows in the output at
+// once; whether the terminal waits for input is looked at 1 ms after
+// output stops, then less and less often, at least every 50 ms. The
+// first looks after output are shallow (the group's leader only): most
+// commands that stop writing are about to end, and a deep look costs a
+// scan of /proc.
+func (s *Session) poll(ctx context.Context, done func(probed, deep bool) bool) error {
+	const deepAfter = 8 * time.Millisecond
 	delay := time.Millisecond
-	probe := true
+	probe, ended := true, false
 	for {
-		if probe {
-			s.settle()
-		}
-		if done(probe) {
+		if done(probe, ended || delay >= deepAfter) {
 			return nil
 		}
 		if err := ctx.Err(); err != nil {
@@ -705,7 +709,7 @@ func (s *Session) poll(ctx context.Context, done func(probed bool) bool) error {
 		case more:
 			delay, probe = time.Millisecond, false
 		case err == nil: // the output has ended: so has the session
-			probe = true
+			probe, ended = true, true
 		default:
 			delay, probe = min(2*delay, 50*time.Millisecond), true
 		}

@@ -201,7 +201,9 @@ func (m *Manager) Reap(now time.Time) []string {
 	for i, s := range gone {
 		// What it left in its terminal session goes with it, before
 		// its pid is let go.
-		killSession(s.pid())
+		if s.maybeLeftSome(s.pid()) {
+			killSession(s.pid())
+		}
 		s.release()
 		names[i] = s.id
 	}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -75,6 +74,7 @@ type Session struct {
 	timedOut bool
 	lastErr  string
 	done     chan struct{} // closed when the process has exited and its output is drained
+	hungUp   chan struct{} // closed when no process holds the terminal any more
 	pts      string        // the terminal's device, /dev/pts/N
 	integ    *integration  // the shell integration of an interactive shell, if any
 
@@ -92,7 +92,8 @@ type Session struct {
 
 func newSession(id string, cfg *Config) *Session {
 	return &Session{id: id, cfg: cfg, out: NewLog(cfg.OutputCap, cfg.Clock),
-		state: Idle, workdir: cfg.Workdir, size: [2]uint16{24, 80}, done: make(chan struct{})}
+		state: Idle, workdir: cfg.Workdir, size: [2]uint16{24, 80},
+		done: make(chan struct{}), hungUp: make(chan struct{})}
 }
 
 // ID is the session's name.
@@ -149,7 +150,9 @@ func (s *Session) startWith(path string, args []string, command string, timeout 
 	tty, pts, err := startPty(cmd, s.size[0], s.size[1])
 	if err != nil {
 		in.remove()
-		s.state = Failed
+		s.state, s.command = Failed, command
+		s.started = s.cfg.Clock()
+		s.ended = s.started // finished: forgotten after the retention time
 		s.out.Close()
 		close(s.done)
 		return s.failLocked(fmt.Errorf("start %s: %w", path, err))
@@ -206,7 +209,7 @@ func startPty(cmd *exec.Cmd, rows, cols uint16) (*os.File, string, error) {
 // run drains the terminal into the log (always, so a process nobody reads
 // never stalls on a full terminal) and records how the process ended.
 func (s *Session) run() {
-	drained := make(chan struct{})
+	drained := s.hungUp
 	go func() {
 		s.pump() // ends with EIO once the last writer closes
 		close(drained)
@@ -427,7 +430,30 @@ func (s *Session) Kill() {
 	if s.signalGroup(syscall.SIGKILL) == nil {
 		<-s.done
 	}
+	if !s.maybeLeftSome(leader) {
+		return
+	}
 	killSession(leader)
+}
+
+// maybeLeftSome reports whether processes of the exited session may
+// still run, short of a scan of /proc (a millisecond or more, on every
+// rmdir). An exec's processes stay in its process group unless they move
+// (job control is off in `sh -c`); one that moved to a group of its own
+// and still runs holds the terminal, unless it closed every descriptor of
+// it as daemons do. So when the group is empty and nothing holds the
+// terminal, an exec left nothing; an interactive shell's jobs are in
+// groups of their own, so it is always scanned for.
+func (s *Session) maybeLeftSome(leader int) bool {
+	s.mu.Lock()
+	interactive := s.trk != nil
+	s.mu.Unlock()
+	select {
+	case <-s.hungUp:
+	default:
+		return true
+	}
+	return interactive || syscall.Kill(-leader, 0) != syscall.ESRCH
 }
 
 // killSession kills the processes of terminal session sid, and of the
@@ -435,6 +461,9 @@ func (s *Session) Kill() {
 // Members that died but are not yet reaped by their new parent (zombies)
 // do not count.
 func killSession(sid int) {
+	if sid <= 0 {
+		return // no process: pgrp and session 0 are the kernel's threads
+	}
 	deadline := time.Now().Add(time.Second)
 	for {
 		pids := sessionPids(sid)
@@ -462,30 +491,70 @@ func groupPids(pgid int) []int {
 }
 
 // livePids lists, from /proc, the processes that are not zombies and
-// whose process group and session ids (as text) match.
+// whose process group and session ids (as text) match. It is called on
+// every rmdir and while a session's waiting state is looked up, so it
+// reads each /proc/PID/stat with one open, read and close into a
+// reused buffer, and parses it in place.
 func livePids(match func(pgrp, session string) bool) []int {
-	ents, err := os.ReadDir("/proc")
+	dir, err := os.Open("/proc")
 	if err != nil {
 		return nil
 	}
+	names, _ := dir.Readdirnames(-1)
+	dir.Close()
 	var pids []int
-	for _, e := range ents {
-		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+	var buf [512]byte
+	for _, name := range names {
+		if name[0] < '0' || name[0] > '9' {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
+		stat := readSmall("/proc/"+name+"/stat", buf[:])
 		// "pid (comm) state ppid pgrp session ...": comm may hold anything.
-		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-		if len(f) > 3 && f[0] != "Z" && match(f[2], f[3]) {
-			if pid, err := strconv.Atoi(e.Name()); err == nil {
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		f := fieldsN(stat[i+1:], 4)
+		if len(f) == 4 && f[0] != "Z" && match(f[2], f[3]) {
+			if pid, err := strconv.Atoi(name); err == nil {
 				pids = append(pids, pid)
 			}
 		}
 	}
 	return pids
+}
+
+// readSmall reads the start of a small file into buf: a /proc file's
+// first read is all of it, when buf is big enough.
+func readSmall(path string, buf []byte) []byte {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	defer syscall.Close(fd)
+	n, err := syscall.Read(fd, buf)
+	if err != nil || n < 0 {
+		return nil
+	}
+	return buf[:n]
+}
+
+// fieldsN returns the first n space-separated fields of b.
+func fieldsN(b []byte, n int) []string {
+	out := make([]string, 0, n)
+	for len(out) < n {
+		b = bytes.TrimLeft(b, " ")
+		if len(b) == 0 {
+			break
+		}
+		end := bytes.IndexByte(b, ' ')
+		if end < 0 {
+			end = len(b)
+		}
+		out = append(out, string(b[:end]))
+		b = b[end:]
+	}
+	return out
 }
 
 // Signal sends sig to the terminal's foreground process group, as a key
@@ -673,8 +742,12 @@ func (s *Session) failLocked(err error) error {
 // terminal (an interactive shell at its prompt, or a program waiting for
 // input) is reported as waiting; this looks at the terminal and the
 // processes in front of it now.
-func (s *Session) Status() Status {
-	waiting := s.settle()
+func (s *Session) Status() Status { return s.status(true) }
+
+// status is Status after a deep or shallow look at the terminal
+// (settleWith).
+func (s *Session) status(deep bool) Status {
+	waiting := s.settleWith(deep)
 	start, end, _, _ := s.out.Stat()
 	s.mu.Lock()
 	defer s.mu.Unlock()

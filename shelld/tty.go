@@ -18,14 +18,19 @@ type probe struct {
 // output it holds (what the blocked reader wrote before blocking is then
 // taken in, its prompt marker included), and brings the records up to
 // date. It reports whether the terminal waits for input.
-func (s *Session) settle() bool {
+func (s *Session) settle() bool { return s.settleWith(true) }
+
+// settleWith is settle; a shallow one (deep false) looks only at the
+// foreground group's leader, not for the group's other members, which
+// takes a scan of /proc: waits look shallow while a command is young.
+func (s *Session) settleWith(deep bool) bool {
 	s.mu.Lock()
 	tty, pts, state, trk := s.tty, s.pts, s.state, s.trk
 	s.mu.Unlock()
 	if state != Running || tty == nil {
 		return false
 	}
-	p := inspect(tty, pts)
+	p := inspect(tty, pts, deep)
 	s.drain()
 	if trk != nil {
 		s.rd.Lock()

@@ -38,7 +38,7 @@ import (
 // vfs/diskfs by vfs/layout_test.go). Elsewhere than on Linux a terminal
 // is never found waiting (tty_other.go).
 
-func inspect(tty *os.File, pts string) probe {
+func inspect(tty *os.File, pts string, deep bool) probe {
 	var p probe
 	fg, err := tcgetpgrp(tty)
 	if err != nil || fg <= 0 {
@@ -52,7 +52,7 @@ func inspect(tty *os.File, pts string) probe {
 		p.waiting, p.reader, p.readByte = true, fg, one
 		return p
 	}
-	if busy(fg) {
+	if busy(fg) || !deep {
 		return p // the leader computes or writes: not blocked on input
 	}
 	// Not its leader: another process of the group (the leader may be a

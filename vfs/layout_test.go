@@ -34,6 +34,7 @@ func TestDependenciesPointOneWay(t *testing.T) {
 		"github.com/hanwen/go-fuse/v2": "vfs/fusefs",
 		"github.com/creack/pty":        "shelld",
 		"github.com/spf13/cobra":       "cmd/gsvfs",
+		"golang.org/x/term":            "cmd/gsvfs", // attach's raw terminal
 		"golang.org/x/sys/unix":        "vfs/diskfs",
 	}
 	forbidden := map[string][]string{

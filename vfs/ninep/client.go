@@ -228,11 +228,16 @@ func (c *Client) health(now time.Time) healthState {
 // probe sends a Tflush of a tag never in use, which any server answers at
 // once, and starts the clock on it once it is on the wire.
 func (c *Client) probe() {
+	c.mu.Lock()
+	recv := c.lastRecv
+	c.mu.Unlock()
 	err := c.send(probeTag, &Tflush{OldTag: NoTag})
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.probing = false
-	if err == nil {
+	// The answer may be in already (a local server answers at once):
+	// then the server is alive and no clock must start.
+	if err == nil && c.lastRecv.Equal(recv) {
 		c.probeAt = time.Now()
 	}
 }

@@ -110,6 +110,31 @@ func TestHungServerFailsCalls(t *testing.T) {
 	}
 }
 
+// A server that answers but holds one call for long (a blocking read of
+// /proc's stream or wait) is alive: the liveness probes sent meanwhile
+// are answered at once, and an answer that comes back before the probe's
+// clock would start must not leave the clock running.
+func TestLongCallOnLiveServer(t *testing.T) {
+	tree, b := blockTree(t)
+	_, addr := serve(t, tree)
+	c, root := dial(t, addr, "")
+	ctx, cancel := context.WithTimeout(context.Background(), hangBound*2/3)
+	defer cancel()
+	res := startBlockedRead(t, ctx, root, b)
+	err := within(t, "a read held for 2 s", func() error { return <-res })
+	if got := vfs.Errno(err); got != syscall.EINTR {
+		t.Errorf("read held until its deadline: got %v (%v), want EINTR", got, err)
+	}
+	select {
+	case <-c.Done():
+		t.Fatal("the client took a live server for dead while a call waited")
+	default:
+	}
+	if _, err := root.Attr(context.Background()); err != nil {
+		t.Errorf("getattr after the long read: %v", err)
+	}
+}
+
 // A call whose context ends returns at once with EINTR and its request is
 // flushed on the server, leaving the connection usable.
 func TestCancelledCallIsFlushed(t *testing.T) {
