@@ -180,8 +180,7 @@ func (m *Manager) Remove(name string) error {
 	if !ok {
 		return ErrNoName
 	}
-	s.Kill()
-	s.release()
+	s.end()
 	return nil
 }
 
@@ -199,12 +198,7 @@ func (m *Manager) Reap(now time.Time) []string {
 	m.mu.Unlock()
 	names := make([]string, len(gone))
 	for i, s := range gone {
-		// What it left in its terminal session goes with it, before
-		// its pid is let go.
-		if s.maybeLeftSome(s.pid()) {
-			killSession(s.pid())
-		}
-		s.release()
+		s.end() // what it left in its terminal session goes with it
 		names[i] = s.id
 	}
 	slices.Sort(names)

@@ -417,43 +417,64 @@ func (s *Session) terminate() {
 // of an interactive shell), so nothing it started outlives it. A process
 // that made a session of its own (setsid, a daemon) has left it and is not
 // found. An idle session is left as it is.
+//
+// Finding the members of a terminal session takes a scan of /proc (a
+// millisecond or more), which an exec that left nothing behind is spared:
+// its processes stay in its process group (job control is off in
+// `sh -c`), which SIGKILL reaches without a scan, and one that moved to
+// a group of its own would still hold the terminal unless it also closed
+// every descriptor of it, as daemons do. So when nothing holds the
+// terminal, an exec's group is killed, and end (at removal) waits for it
+// to be empty.
 func (s *Session) Kill() {
-	s.mu.Lock()
-	leader := 0
-	if s.cmd != nil && s.cmd.Process != nil {
-		leader = s.cmd.Process.Pid
-	}
-	s.mu.Unlock()
+	leader := s.pid()
 	if leader == 0 {
 		return
 	}
 	if s.signalGroup(syscall.SIGKILL) == nil {
 		<-s.done
 	}
-	if !s.maybeLeftSome(leader) {
+	if s.scanNeeded() {
+		killSession(leader)
 		return
 	}
-	killSession(leader)
+	syscall.Kill(-leader, syscall.SIGKILL) // the unreaped leader keeps the id ours
 }
 
-// maybeLeftSome reports whether processes of the exited session may
-// still run, short of a scan of /proc (a millisecond or more, on every
-// rmdir). An exec's processes stay in its process group unless they move
-// (job control is off in `sh -c`); one that moved to a group of its own
-// and still runs holds the terminal, unless it closed every descriptor of
-// it as daemons do. So when the group is empty and nothing holds the
-// terminal, an exec left nothing; an interactive shell's jobs are in
-// groups of their own, so it is always scanned for.
-func (s *Session) maybeLeftSome(leader int) bool {
+// scanNeeded reports whether the exited session may have processes
+// outside its process group (see Kill).
+func (s *Session) scanNeeded() bool {
 	s.mu.Lock()
 	interactive := s.trk != nil
 	s.mu.Unlock()
 	select {
 	case <-s.hungUp:
+		return interactive
 	default:
 		return true
 	}
-	return interactive || syscall.Kill(-leader, 0) != syscall.ESRCH
+}
+
+// end kills the session (Kill), reaps its process and waits, at most a
+// second, until its process group is empty, so no process of it is left
+// when it is forgotten. Its ids are not used again after that: once the
+// group is empty they may name a stranger.
+func (s *Session) end() {
+	s.Kill()
+	leader := s.pid()
+	s.release()
+	if leader == 0 {
+		return
+	}
+	// Killed members are gone in a moment; but a member whose new parent
+	// is slow to reap it lingers as a zombie, which kill(2) still finds
+	// and a scan does not count.
+	for deadline := time.Now().Add(20 * time.Millisecond); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		if syscall.Kill(-leader, 0) == syscall.ESRCH {
+			return
+		}
+	}
+	killSession(leader)
 }
 
 // killSession kills the processes of terminal session sid, and of the

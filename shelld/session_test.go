@@ -3,6 +3,8 @@ package shelld
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -220,6 +222,40 @@ func TestRemoveLeavesNoProcess(t *testing.T) {
 	}
 	if _, ok := m.Get(s.ID()); ok {
 		t.Error("the removed session is still listed")
+	}
+}
+
+// An exec that ended leaving a job that ignores hangups and holds no
+// descriptor of the terminal (nohup with its output elsewhere) in its
+// process group: removal kills it without a scan of /proc (Kill), and
+// waits until it is gone.
+func TestRemoveEndsJobsOfAnEndedExec(t *testing.T) {
+	m := newManager(t, Config{})
+	s := create(t, m)
+	// The short sleep lets the job get to nohup before the shell's exit
+	// hangs the terminal up.
+	if err := s.Exec("nohup sleep 100 >/dev/null 2>&1 </dev/null & echo job=$!; sleep 0.2"); err != nil {
+		t.Fatal(err)
+	}
+	st := wait(t, s)
+	var job int
+	out := string(s.Output().Tail(40))
+	if _, err := fmt.Sscanf(out[max(strings.Index(out, "job="), 0):], "job=%d", &job); err != nil {
+		t.Fatalf("no job pid in the output %q: %v", out, err)
+	}
+	if got := sessionPids(st.Pid); !slices.Contains(got, job) {
+		t.Fatalf("the job %d is not running in the session's group after the exec ended: %v", job, got)
+	}
+	select {
+	case <-s.hungUp:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the terminal was never hung up: the scan-free path is not taken")
+	}
+	if err := m.Remove(s.ID()); err != nil {
+		t.Fatal(err)
+	}
+	if got := sessionPids(st.Pid); len(got) != 0 {
+		t.Errorf("processes of the session after remove: %v, want none", got)
 	}
 }
 
