@@ -14,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -143,31 +144,81 @@ func settle(stdout string) (int64, error) {
 	}
 }
 
-// oneShots runs mkdir, exec true, wait, rmdir in a loop.
+// oneShots runs mkdir, exec true, wait, rmdir in a loop: n sessions by
+// one client, then n by four clients at once (agents run commands side
+// by side).
 func oneShots(proc string, n int) error {
-	t0 := time.Now()
-	for i := range n {
-		dir := filepath.Join(proc, "one"+strconv.Itoa(i))
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			return err
-		}
-		if err := writeFile(filepath.Join(dir, "ctl"), "exec true\n"); err != nil {
-			return err
-		}
-		st, err := os.ReadFile(filepath.Join(dir, "wait"))
+	alone, err := shellAlone(n)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("shell_alone_rate %.0f runs/s\n", alone)
+	for _, clients := range []int{1, 4} {
+		rate, err := oneShotRate(proc, n, clients)
 		if err != nil {
 			return err
 		}
-		if !bytes.Contains(st, []byte(`"status":"completed"`)) {
-			return fmt.Errorf("exec true: %s", st)
-		}
-		if err := os.Remove(dir); err != nil {
-			return err
+		fmt.Printf("oneshot_rate_%d %.0f sessions/s\n", clients, rate)
+	}
+	return nil
+}
+
+func oneShotRate(proc string, n, clients int) (float64, error) {
+	errs := make(chan error, clients)
+	t0 := time.Now()
+	for c := range clients {
+		go func() {
+			for i := c; i < n; i += clients {
+				if err := oneShot(filepath.Join(proc, fmt.Sprintf("one%d-%d", clients, i))); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range clients {
+		if err := <-errs; err != nil {
+			return 0, err
 		}
 	}
-	el := time.Since(t0)
-	fmt.Printf("oneshot_rate %.0f sessions/s\n", float64(n)/el.Seconds())
-	return nil
+	return float64(n) / time.Since(t0).Seconds(), nil
+}
+
+// shellAlone is the reference: `$SHELL -lc true` run n times in a row
+// without gsvfs, in the environment the daemon's sessions get (this
+// process's, which procbench.sh sets up alike).
+func shellAlone(n int) (float64, error) {
+	shell := os.Getenv("SHELL")
+	if shell == "" {
+		shell = "/bin/sh"
+	}
+	t0 := time.Now()
+	for range n {
+		if err := exec.Command(shell, "-lc", "true").Run(); err != nil {
+			return 0, fmt.Errorf("%s -lc true: %w", shell, err)
+		}
+	}
+	return float64(n) / time.Since(t0).Seconds(), nil
+}
+
+// oneShot is what an agent's one-shot command costs: make the session,
+// run `true` in it, wait for it, remove it.
+func oneShot(dir string) error {
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(dir, "ctl"), "exec true\n"); err != nil {
+		return err
+	}
+	st, err := os.ReadFile(filepath.Join(dir, "wait"))
+	if err != nil {
+		return err
+	}
+	if !bytes.Contains(st, []byte(`"status":"completed"`)) {
+		return fmt.Errorf("exec true: %s", st)
+	}
+	return os.Remove(dir)
 }
 
 // idleCost starts n interactive shells, waits until all are at their
