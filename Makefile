@@ -48,9 +48,9 @@ install: build
 	printf '.so man1/gsvfs-mount.1\n' > $(DESTDIR)$(MANDIR)/man1/gsvfs-umount.1
 
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/bin/gsvfs $(DESTDIR)$(MANDIR)/man1/gsvfs.1 \
-		$(DESTDIR)$(MANDIR)/man1/gsvfs-mount.1 $(DESTDIR)$(MANDIR)/man1/gsvfs-umount.1 \
-		$(DESTDIR)$(MANDIR)/man1/gsvfs-serve.1 $(DESTDIR)$(MANDIR)/man7/gsvfs.7
+	rm -f $(DESTDIR)$(PREFIX)/bin/gsvfs $(DESTDIR)$(MANDIR)/man1/gsvfs-umount.1
+	for page in docs/man/*.1; do rm -f $(DESTDIR)$(MANDIR)/man1/$${page##*/}; done
+	for page in docs/man/*.7; do rm -f $(DESTDIR)$(MANDIR)/man7/$${page##*/}; done
 
 clean:
 	rm -rf bin

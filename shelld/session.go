@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -828,8 +829,9 @@ func ParseSignal(name string) (syscall.Signal, error) {
 	if sig, ok := signals["SIG"+name]; ok {
 		return sig, nil
 	}
-	var n int
-	if _, err := fmt.Sscanf(name, "%d", &n); err == nil && n > 0 && n < 65 {
+	// A number, or SIG and a number as signalName writes one without a
+	// name (real-time signals).
+	if n, err := strconv.Atoi(strings.TrimPrefix(name, "SIG")); err == nil && n > 0 && n < 65 {
 		return syscall.Signal(n), nil
 	}
 	return 0, fmt.Errorf("unknown signal %q", name)

@@ -318,3 +318,18 @@ func TestSignal(t *testing.T) {
 		t.Error("ParseSignal(NOPE) succeeded")
 	}
 }
+
+// Signal names go both ways: what status reports, the signal verb takes.
+func TestSignalNamesRoundTrip(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL, syscall.SIGWINCH, 40, 64} {
+		got, err := ParseSignal(signalName(sig))
+		if err != nil || got != sig {
+			t.Errorf("ParseSignal(%q) = %v, %v, want %v", signalName(sig), got, err, sig)
+		}
+	}
+	for _, bad := range []string{"", "SIG", "NOPE", "0", "65", "SIG-1", "9x"} {
+		if _, err := ParseSignal(bad); err == nil {
+			t.Errorf("ParseSignal(%q) succeeded, want an error", bad)
+		}
+	}
+}
