@@ -50,6 +50,7 @@ func TestMain(m *testing.M) {
 // daemon is one running `gsvfs mount --foreground`.
 type daemon struct {
 	Root, Mnt string
+	env       []string // the daemon's environment; nil: this process's
 	cmd       *exec.Cmd
 	done      chan error
 	log       *logBuffer
@@ -77,11 +78,12 @@ func mountAt(t testing.TB, root, mnt string, extra ...string) *daemon {
 	return launch(t, &daemon{Root: root, Mnt: mnt}, append(args, mnt)...)
 }
 
-// launch starts the gsvfs binary with args and waits until it says it is
-// serving.
+// launch starts the gsvfs binary with args (and d.env as its environment
+// when set) and waits until it says it is serving.
 func launch(t testing.TB, d *daemon, args ...string) *daemon {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
+	cmd.Env = d.env
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -50,8 +49,11 @@ func procMount(t *testing.T, extraEnv []string, extra ...string) *daemon {
 	}
 	args := append([]string{"mount", "--foreground", "--root", root, "--session-shell", bash}, extra...)
 	env := append(procEnviron("HOME="+home), extraEnv...)
-	d := procLaunch(t, &daemon{Root: root, Mnt: mnt}, env, append(args, mnt)...)
+	d := launch(t, &daemon{Root: root, Mnt: mnt, env: env}, append(args, mnt)...)
 	t.Cleanup(func() { d.stop(t) })
+	if _, err := os.Stat(filepath.Join(mnt, "proc", "status")); err != nil {
+		t.Fatalf("gsvfs is not serving /proc: %v\n%s", err, d.log)
+	}
 	return d
 }
 
@@ -63,48 +65,6 @@ func procEnviron(kv ...string) []string {
 		return slices.ContainsFunc(kv, func(x string) bool { return strings.HasPrefix(x, name+"=") })
 	})
 	return append(env, kv...)
-}
-
-// procLaunch is launch (harness_test.go) with the daemon's environment
-// given: launch passes this process's own.
-func procLaunch(t *testing.T, d *daemon, env []string, args ...string) *daemon {
-	t.Helper()
-	cmd := exec.Command(binary, args...)
-	cmd.Env = env
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.cmd, d.done, d.log = cmd, make(chan error, 1), &logBuffer{}
-	cmd.Stderr = d.log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		once := false
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "serving") && !once {
-				once = true
-				close(ready)
-			}
-		}
-		if !once {
-			close(ready)
-		}
-	}()
-	go func() { d.done <- cmd.Wait() }()
-	select {
-	case <-ready:
-		if _, err := os.Stat(filepath.Join(d.Mnt, "proc", "status")); err != nil {
-			t.Fatalf("gsvfs %s is not serving /proc: %v\n%s", args[0], err, d.log)
-		}
-	case <-time.After(20 * time.Second):
-		cmd.Process.Kill()
-		t.Fatalf("gsvfs %s not ready after 20s\n%s", args[0], d.log)
-	}
-	return d
 }
 
 // procEventually polls cond until it holds, failing the test with what
