@@ -274,19 +274,6 @@ func readProcFile(c procClient, rel string) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(f, maxSmallFile))
 }
 
-// writeProcFile writes data to an input of /proc (ctl, stdin) in one write.
-func writeProcFile(c procClient, rel string, data []byte) error {
-	f, err := c.open(rel, true)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
 // sessionStatus is /proc/ID/status: decoded, and as the daemon sent it.
 type sessionStatus struct {
 	shelld.Status
