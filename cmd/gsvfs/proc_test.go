@@ -957,3 +957,27 @@ func TestProcSecretEnv(t *testing.T) {
 		t.Errorf("the interactive shell sees the secret: %q", c.Output)
 	}
 }
+
+// A daemon that stops (SIGTERM) ends its sessions first: an interactive
+// shell with a background job and a running exec leave no process.
+func TestProcShutdownEndsSessions(t *testing.T) {
+	d := procMount(t, nil)
+	shell := procNew(t, d, "shell")
+	procRun(t, shell, "sleep 344 &")
+	oneShot := procNew(t, d, "exec")
+	procMustWrite(t, filepath.Join(oneShot, "ctl"), "exec sleep 345\n")
+	var procs []procHostProc
+	for _, dir := range []string{shell, oneShot} {
+		procs = append(procs, procHostGroup(procReadStatus(t, dir).Pid)...)
+	}
+	if len(procs) < 3 {
+		t.Fatalf("processes of the sessions before the stop: %+v, want the shell, its job and the exec", procs)
+	}
+	d.stop(t)
+	for _, p := range procs {
+		if procAlive(p.pid) {
+			syscall.Kill(p.pid, syscall.SIGKILL)
+			t.Errorf("pid %d (session %d) outlived the daemon", p.pid, p.sid)
+		}
+	}
+}
