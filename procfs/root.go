@@ -20,7 +20,9 @@ type rootDir struct {
 
 func newRootDir(f *FS) *rootDir {
 	r := &rootDir{meta: f.meta(syscall.S_IFDIR | 0o755), fs: f}
-	r.clone = &file{meta: f.meta(syscall.S_IFREG | 0o444), open: r.openClone}
+	// Only the daemon's user may make sessions: on a mount shared by
+	// root, any user could otherwise fill the cap with idle ones.
+	r.clone = &file{meta: f.meta(syscall.S_IFREG | 0o400), open: r.openClone}
 	r.status = f.snapshot(f.summary)
 	return r
 }

@@ -32,7 +32,9 @@ type sessionDir struct {
 }
 
 func newSessionDir(f *FS, s *shelld.Session) *sessionDir {
-	d := &sessionDir{fs: f, s: s, meta: f.meta(syscall.S_IFDIR | 0o755),
+	// 0700: a session's output, environment and records are its user's
+	// alone, also on a mount root shares with every user (allow_other).
+	d := &sessionDir{fs: f, s: s, meta: f.meta(syscall.S_IFDIR | 0o700),
 		temps: map[string]*tempFile{}, recs: map[int]*recordDir{}}
 	log := s.Output()
 	d.files = map[string]vfs.Node{

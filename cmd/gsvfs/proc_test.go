@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/gsvfs/gsvfs/vfs"
+	"github.com/gsvfs/gsvfs/vfs/vfstest"
 )
 
 // The /proc tests drive shell sessions through a real FUSE mount of the
@@ -979,5 +980,37 @@ func TestProcShutdownEndsSessions(t *testing.T) {
 			syscall.Kill(p.pid, syscall.SIGKILL)
 			t.Errorf("pid %d (session %d) outlived the daemon", p.pid, p.sid)
 		}
+	}
+}
+
+// On a mount root shares with every user (allow_other), other users may
+// list /proc but not make sessions or look into one: a session's output,
+// environment and input are its user's alone.
+func TestProcOtherUsersKeptOut(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED: needs root to share the mount and to act as another user")
+	}
+	vfstest.NeedFUSE(t)
+	base, err := os.MkdirTemp("", "gsvfs-proc-users-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	os.Chmod(base, 0o755)
+	d := mountAt(t, filepath.Join(base, "state"), filepath.Join(base, "mnt"))
+	t.Cleanup(func() { d.stop(t) })
+	procNew(t, d, "mine")
+	asUID(t, 65534, `
+		cd "$1/proc" || exit 1
+		ls | grep -qx mine || { echo "ls /proc does not show the session"; exit 1; }
+		cat status >/dev/null || { echo "/proc/status unreadable"; exit 1; }
+		if cat clone 2>/dev/null; then echo "read /proc/clone, making a session"; exit 1; fi
+		if mkdir theirs 2>/dev/null; then echo "made a session"; exit 1; fi
+		if cat mine/status 2>/dev/null; then echo "read another user's session status"; exit 1; fi
+		if echo id > mine/stdin 2>/dev/null; then echo "wrote another user's session stdin"; exit 1; fi
+		if rmdir mine 2>/dev/null; then echo "removed another user's session"; exit 1; fi
+		exit 0`, d.Mnt)
+	if names := procNames(t, d); !slices.Equal(names, []string{"clone", "mine", "status"}) {
+		t.Errorf("/proc after the other user tried: %v, want clone, mine, status", names)
 	}
 }
