@@ -661,10 +661,41 @@ func (s *Session) Send(ctx context.Context, p []byte) (int, error) {
 	return written, nil
 }
 
-// EOF sends the terminal's end-of-file character, as Ctrl-D does.
+// EOF sends the terminal's end-of-file character, as Ctrl-D does. To an
+// interactive shell that has not shown its first prompt it is sent once
+// the prompt is out (within firstPromptWait): an end-of-file typed while
+// the terminal is still in canonical mode holds no byte, and is lost when
+// the shell's line editor switches the terminal to raw mode.
 func (s *Session) EOF() error {
+	s.awaitFirstPrompt(firstPromptWait)
 	_, err := s.Write([]byte{4})
 	return err
+}
+
+// firstPromptWait bounds how long EOF waits for a shell's first prompt.
+const firstPromptWait = 2 * time.Second
+
+// awaitFirstPrompt waits, at most limit, until an interactive shell with
+// the integration has shown its first prompt (or has ended).
+func (s *Session) awaitFirstPrompt(limit time.Duration) {
+	s.mu.Lock()
+	t, integrated := s.trk, s.integ != nil
+	s.mu.Unlock()
+	if t == nil || !integrated {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	for ctx.Err() == nil {
+		s.rd.Lock()
+		seen := t.prompts > 0
+		s.rd.Unlock()
+		_, end, _, closed := s.out.Stat()
+		if seen || closed {
+			return
+		}
+		s.out.Follow(ctx, end)
+	}
 }
 
 // Resize sets the terminal's size; before the start, the size the

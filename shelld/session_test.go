@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -331,5 +332,28 @@ func TestSignalNamesRoundTrip(t *testing.T) {
 		if _, err := ParseSignal(bad); err == nil {
 			t.Errorf("ParseSignal(%q) succeeded, want an error", bad)
 		}
+	}
+}
+
+// An end-of-file sent at once after the start ends the shell: it waits
+// for the first prompt rather than be lost when the line editor starts.
+func TestEOFRightAfterStart(t *testing.T) {
+	for _, shell := range []string{"/bin/sh", "/bin/bash"} {
+		if _, err := os.Stat(shell); err != nil {
+			continue
+		}
+		t.Run(shell, func(t *testing.T) {
+			m := newManager(t, Config{Shell: shell})
+			s := create(t, m)
+			if err := s.StartShell(); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.EOF(); err != nil {
+				t.Fatal(err)
+			}
+			if st := wait(t, s); st.Status != Completed {
+				t.Errorf("after eof: %+v, want completed", st)
+			}
+		})
 	}
 }
