@@ -208,8 +208,12 @@ func (d *sessionDir) Mkdir(_ context.Context, name string, _ uint32) (vfs.Node, 
 // reaches the rmdir that ends the session.
 func (d *sessionDir) Remove(_ context.Context, name string, dir bool) error {
 	if n, ok := d.files[name]; ok {
-		if a, _ := n.Attr(context.Background()); a.IsDir() != dir {
-			return vfs.Error("remove", name, map[bool]syscall.Errno{true: syscall.ENOTDIR, false: syscall.EISDIR}[dir])
+		a, _ := n.Attr(context.Background())
+		switch {
+		case dir && !a.IsDir():
+			return vfs.Error("remove", name, syscall.ENOTDIR)
+		case !dir && a.IsDir():
+			return vfs.Error("remove", name, syscall.EISDIR)
 		}
 		return nil
 	}
