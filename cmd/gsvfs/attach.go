@@ -126,6 +126,32 @@ type attachment struct {
 	id         string
 	fd         int // the terminal: standard input
 	ctl, stdin io.WriteCloser
+	screen     gate // the session's output to standard output
+}
+
+// gate passes writes on until it is shut: once attach ends, a read of
+// the session's output still in flight must not write after attach's
+// last words.
+type gate struct {
+	mu   sync.Mutex
+	shut bool
+	w    io.Writer
+}
+
+func (g *gate) Write(p []byte) (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.shut {
+		return len(p), nil
+	}
+	return g.w.Write(p)
+}
+
+// close waits for a write in progress and lets no other through.
+func (g *gate) close() {
+	g.mu.Lock()
+	g.shut = true
+	g.mu.Unlock()
 }
 
 // openAttachment opens the session's inputs.
@@ -139,7 +165,7 @@ func openAttachment(c procClient, id string, fd int) (*attachment, error) {
 		ctl.Close()
 		return nil, fmt.Errorf("session %s: %w", id, err)
 	}
-	return &attachment{c: c, id: id, fd: fd, ctl: ctl, stdin: stdin}, nil
+	return &attachment{c: c, id: id, fd: fd, ctl: ctl, stdin: stdin, screen: gate{w: os.Stdout}}, nil
 }
 
 func (a *attachment) close() {
@@ -167,6 +193,7 @@ func (a *attachment) run(key byte) (int, error) {
 	restore := sync.OnceFunc(func() { term.Restore(a.fd, old) })
 	defer restore() // a panic, too, leaves a usable terminal
 	end := a.pump(key, sigs)
+	a.screen.close()
 	restore()
 	return a.report(end)
 }
@@ -286,7 +313,7 @@ func (a *attachment) pumpOutput(ends chan<- ending) {
 	for {
 		n, err := stream.Read(buf)
 		if n > 0 {
-			if _, werr := os.Stdout.Write(buf[:n]); werr != nil {
+			if _, werr := a.screen.Write(buf[:n]); werr != nil {
 				ends <- ending{err: fmt.Errorf("write the terminal: %w", werr)}
 				return
 			}
