@@ -21,8 +21,8 @@ type cmdsDir struct {
 func newCmdsDir(d *sessionDir) *cmdsDir {
 	c := &cmdsDir{meta: d.fs.meta(syscall.S_IFDIR | 0o555), d: d}
 	c.last = d.fs.link(func() string {
-		if r, ok := d.s.LastCommand(); ok {
-			return strconv.Itoa(r.N)
+		if _, last := d.s.CommandRange(); last > 0 {
+			return strconv.Itoa(last)
 		}
 		return ""
 	})
@@ -34,17 +34,12 @@ func (c *cmdsDir) Quick() bool { return true }
 func (c *cmdsDir) Attr(context.Context) (vfs.Attr, error) { return c.attr(), nil }
 
 func (c *cmdsDir) Lookup(_ context.Context, name string) (vfs.Node, error) {
-	if name == "last" {
-		if _, ok := c.d.s.LastCommand(); ok {
-			return c.last, nil
-		}
-		return nil, vfs.Error("lookup", name, syscall.ENOENT)
+	first, last := c.d.s.CommandRange()
+	if name == "last" && last > 0 {
+		return c.last, nil
 	}
 	n, err := strconv.Atoi(name)
-	if err != nil || strconv.Itoa(n) != name {
-		return nil, vfs.Error("lookup", name, syscall.ENOENT)
-	}
-	if _, ok := c.d.s.Command(n); !ok {
+	if err != nil || strconv.Itoa(n) != name || n < first || n > last || last == 0 {
 		return nil, vfs.Error("lookup", name, syscall.ENOENT)
 	}
 	return c.d.record(n), nil

@@ -31,9 +31,6 @@ type Options struct {
 	// Yield is how long a blocking read (wait, stream) waits at most,
 	// unless a session's `yield` verb says otherwise (5 s).
 	Yield time.Duration
-	// Clock tells when finished sessions are due to be forgotten; it
-	// should be the clock the Manager was given (time.Now).
-	Clock func() time.Time
 }
 
 // DefaultYield is the yield time of a session that set none.
@@ -60,9 +57,6 @@ func New(mgr *shelld.Manager, opts Options) *FS {
 	if opts.Yield <= 0 {
 		opts.Yield = DefaultYield
 	}
-	if opts.Clock == nil {
-		opts.Clock = time.Now
-	}
 	if opts.Resolve == nil {
 		opts.Resolve = func(string) (string, bool) { return "", false }
 	}
@@ -75,11 +69,11 @@ func New(mgr *shelld.Manager, opts Options) *FS {
 // Root is the directory mounted at /proc.
 func (f *FS) Root() vfs.Node { return f.root }
 
-// Reap forgets the sessions whose retention time has passed. Listing or
-// walking /proc reaps too, so an expired session never shows; calling
-// Reap now and then lets their memory go when nobody looks.
+// Reap forgets the sessions whose retention time has passed, and their
+// directories. The Manager never shows an expired session; calling Reap
+// now and then (listing /proc does) lets their memory go.
 func (f *FS) Reap() {
-	f.mgr.Reap(f.opts.Clock())
+	f.mgr.Reap()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for s := range f.views {

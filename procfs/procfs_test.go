@@ -51,7 +51,7 @@ var epoch = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 func newFS(t *testing.T, cfg shelld.Config, opts Options) (*FS, *fakeClock) {
 	t.Helper()
 	clock := &fakeClock{now: epoch}
-	cfg.Clock, opts.Clock = clock.Now, clock.Now
+	cfg.Clock = clock.Now
 	if cfg.Shell == "" {
 		cfg.Shell = "/bin/sh"
 	}

@@ -62,7 +62,6 @@ func (r *rootDir) Lookup(_ context.Context, name string) (vfs.Node, error) {
 	case "status":
 		return r.status, nil
 	}
-	r.fs.Reap()
 	if s, ok := r.fs.mgr.Get(name); ok {
 		return r.fs.view(s), nil
 	}
@@ -101,7 +100,6 @@ func (r *rootDir) Mkdir(_ context.Context, name string, _ uint32) (vfs.Node, err
 	if !sessionName.MatchString(name) {
 		return nil, r.fs.fail(errorf(syscall.EINVAL, fmt.Sprintf("mkdir %q: a session name is 1 to 64 letters, digits, '.', '_' or '-', not starting with '.'", name)))
 	}
-	r.fs.Reap()
 	s, err := r.fs.mgr.Create(name)
 	if err != nil {
 		return nil, r.fs.fail(fromShelld(fmt.Errorf("mkdir %s: %w", name, err)))

@@ -53,7 +53,7 @@ func newSessionDir(f *FS, s *shelld.Session) *sessionDir {
 		"status":  f.snapshot(func() []byte { return jsonLine(s.Status()) }),
 		"wait":    f.blocking(d.wait),
 		"tail":    f.snapshot(func() []byte { return tail(log) }),
-		"cmdline": f.snapshot(func() []byte { return lineOf(s.Status().Command) }),
+		"cmdline": f.snapshot(func() []byte { return lineOf(s.CommandLine()) }),
 		"env":     f.snapshot(func() []byte { return lines(s.Environ()) }),
 		"cwd":     f.link(s.Cwd),
 		"cmds":    newCmdsDir(d),

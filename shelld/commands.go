@@ -626,16 +626,29 @@ func (s *Session) Command(n int) (Command, bool) {
 	return t.snapshot(r), true
 }
 
-// LastCommand returns the newest record, if any.
-func (s *Session) LastCommand() (Command, bool) {
+// CommandRange returns the numbers of the oldest and the newest kept
+// record (0, 0 when there is none). Unlike Command it does not look at
+// the terminal, so it is cheap enough for every path lookup: a record
+// exists from the moment its line is written.
+func (s *Session) CommandRange() (first, last int) {
 	t := s.records()
 	if t == nil {
-		return Command{}, false
+		return 0, 0
 	}
 	s.rd.Lock()
-	n := t.next - 1
-	s.rd.Unlock()
-	return s.Command(n)
+	defer s.rd.Unlock()
+	if len(t.recs) == 0 {
+		return 0, 0
+	}
+	return t.recs[0].N, t.recs[len(t.recs)-1].N
+}
+
+// LastCommand returns the newest record, if any.
+func (s *Session) LastCommand() (Command, bool) {
+	if _, n := s.CommandRange(); n > 0 {
+		return s.Command(n)
+	}
+	return Command{}, false
 }
 
 // WaitCommand waits until record n has ended or waits for input, or ctx

@@ -110,6 +110,7 @@ func NewManager(cfg Config) *Manager {
 // when name is empty. It fails with ErrTooMany when MaxLive sessions are
 // not yet finished.
 func (m *Manager) Create(name string) (*Session, error) {
+	m.Reap() // an expired session neither counts nor holds its name
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.liveLocked() >= m.cfg.MaxLive {
@@ -151,15 +152,31 @@ func (m *Manager) Live() (live, limit int) {
 }
 
 // Get returns the session called name.
+// A session past its retention time is not found, and is forgotten.
 func (m *Manager) Get(name string) (*Session, bool) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	s, ok := m.sessions[name]
+	if ok && m.expired(s, m.cfg.Clock()) {
+		delete(m.sessions, name)
+		m.mu.Unlock()
+		s.end()
+		return nil, false
+	}
+	m.mu.Unlock()
 	return s, ok
 }
 
-// Names lists the sessions in name order.
+// expired reports whether s finished the retention time or more before
+// now.
+func (m *Manager) expired(s *Session, now time.Time) bool {
+	done, at := s.finished()
+	return done && now.Sub(at) >= m.cfg.Retention
+}
+
+// Names lists the sessions in name order, forgetting those past their
+// retention time first.
 func (m *Manager) Names() []string {
+	m.Reap()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	names := make([]string, 0, len(m.sessions))
@@ -184,13 +201,16 @@ func (m *Manager) Remove(name string) error {
 	return nil
 }
 
-// Reap forgets the sessions that finished more than the retention time
-// before now, and returns their names.
-func (m *Manager) Reap(now time.Time) []string {
+// Reap forgets the sessions that finished the retention time or more
+// ago, on the configured clock, and returns their names. Get, Names and
+// Create reap as they go, so an expired session is never seen; calling
+// Reap now and then lets the memory of those nobody asks for go.
+func (m *Manager) Reap() []string {
+	now := m.cfg.Clock()
 	m.mu.Lock()
 	var gone []*Session
 	for name, s := range m.sessions {
-		if done, at := s.finished(); done && now.Sub(at) >= m.cfg.Retention {
+		if m.expired(s, now) {
 			delete(m.sessions, name)
 			gone = append(gone, s)
 		}

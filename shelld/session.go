@@ -51,6 +51,16 @@ type Status struct {
 	LastError  string    `json:"lastError,omitempty"`
 }
 
+// Ended reports whether the status is of a process that has come and
+// gone: completed, failed or killed.
+func (st Status) Ended() bool {
+	switch st.Status {
+	case Completed, Failed, Killed:
+		return true
+	}
+	return false
+}
+
 // Session is one process the daemon runs under a pseudo-terminal: an
 // interactive login shell, or one command. Its output is drained into a
 // Log whether or not anybody reads it. It knows nothing of files.
@@ -725,17 +735,21 @@ func (s *Session) Environ() []string {
 	return append(s.cfg.environ(), s.env...)
 }
 
+// CommandLine is what the session runs: the login shell or the exec's
+// command; empty while idle.
+func (s *Session) CommandLine() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.command
+}
+
 // Cwd returns the live working directory of the session's process, or
 // the directory it starts in when none runs.
 func (s *Session) Cwd() string {
 	s.mu.Lock()
 	dir, state := s.workdir, s.state
-	var pid int
-	if s.cmd != nil && s.cmd.Process != nil {
-		pid = s.cmd.Process.Pid
-	}
 	s.mu.Unlock()
-	if state == Running && pid > 0 {
+	if pid := s.pid(); state == Running && pid > 0 {
 		if live, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid)); err == nil {
 			return live
 		}

@@ -267,14 +267,26 @@ func TestRetention(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	m := newManager(t, Config{Retention: 30 * time.Minute, Clock: clock})
-	done, running := create(t, m), create(t, m)
+	done, seen, running := create(t, m), create(t, m), create(t, m)
 	done.Exec("true")
+	seen.Exec("true")
 	running.Exec("sleep 30")
 	wait(t, done)
-	if gone := m.Reap(now.Add(29 * time.Minute)); len(gone) != 0 {
+	wait(t, seen)
+	start := now
+	setNow := func(d time.Duration) { mu.Lock(); now = start.Add(d); mu.Unlock() }
+	setNow(29 * time.Minute)
+	if gone := m.Reap(); len(gone) != 0 {
 		t.Errorf("reaped before the retention time: %v", gone)
 	}
-	if gone := m.Reap(now.Add(30 * time.Minute)); len(gone) != 1 || gone[0] != done.ID() {
+	if _, ok := m.Get(seen.ID()); !ok {
+		t.Error("Get does not find a session before its retention time")
+	}
+	setNow(30 * time.Minute)
+	if _, ok := m.Get(seen.ID()); ok {
+		t.Error("Get finds a session at its retention time")
+	}
+	if gone := m.Reap(); len(gone) != 1 || gone[0] != done.ID() {
 		t.Errorf("reaped at the retention time: %v, want [%s]", gone, done.ID())
 	}
 	if _, ok := m.Get(running.ID()); !ok {

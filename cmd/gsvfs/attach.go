@@ -202,7 +202,7 @@ func (a *attachment) run(key byte) (int, error) {
 // idle, starts its shell, so its prompt shows before the first keystroke.
 func (a *attachment) prepare() error {
 	st, err := readStatus(a.c, a.id)
-	if err != nil || st.ended() {
+	if err != nil || st.Ended() {
 		return err // an ended session only has its output to show
 	}
 	a.resize()
@@ -335,7 +335,7 @@ func (a *attachment) pumpOutput(ends chan<- ending) {
 			ends <- ending{err: err}
 			return
 		}
-		if st.ended() {
+		if st.Ended() {
 			final = &st
 		}
 	}

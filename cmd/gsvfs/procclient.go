@@ -300,15 +300,6 @@ func readStatus(c procClient, id string) (sessionStatus, error) {
 	return st, nil
 }
 
-// ended reports whether the session's process has come and gone.
-func (s sessionStatus) ended() bool {
-	switch s.Status.Status {
-	case shelld.Completed, shelld.Failed, shelld.Killed:
-		return true
-	}
-	return false
-}
-
 // validSessionName refuses a name that is not one directory of /proc, so
 // a name such as "../etc" cannot lead a client elsewhere in the tree.
 func validSessionName(id string) error {

@@ -124,7 +124,7 @@ func buildTree(root string, sessions shelld.Config) (*tree, error) {
 		}
 	}
 	mgr := shelld.NewManager(sessions)
-	proc := procfs.New(mgr, procfs.Options{Resolve: resolver(root), Clock: sessions.Clock})
+	proc := procfs.New(mgr, procfs.Options{Resolve: resolver(root)})
 	if err := t.Mount("/proc", proc.Root()); err != nil {
 		mgr.Close()
 		return nil, err
