@@ -167,6 +167,33 @@ func TestProcInteractive(t *testing.T) {
 		}
 	})
 
+	// A name looked up before it existed is found once it does: misses in
+	// /proc's directories are not cached by the kernel (an agent that
+	// checks cmds/last before its first command must not be told ENOENT
+	// for a second after it).
+	t.Run("no-stale-miss", func(t *testing.T) {
+		t.Parallel()
+		dir := procNew(t, d, "no-stale-miss")
+		for _, name := range []string{"cmds/last", "cmds/1", "cmds/1/exit"} {
+			if _, err := os.Lstat(filepath.Join(dir, name)); vfs.Errno(err) != syscall.ENOENT {
+				t.Fatalf("lstat %s before any command: %v, want ENOENT", name, err)
+			}
+		}
+		procMustWrite(t, filepath.Join(dir, "stdin"), "echo first\n")
+		for _, name := range []string{"cmds/last", "cmds/1", "cmds/1/exit"} {
+			if _, err := os.Lstat(filepath.Join(dir, name)); err != nil {
+				t.Errorf("lstat %s right after the first command was written: %v", name, err)
+			}
+		}
+		if _, err := os.Lstat(d.Path("proc/later")); vfs.Errno(err) != syscall.ENOENT {
+			t.Fatalf("lstat /proc/later before mkdir: %v, want ENOENT", err)
+		}
+		procNew(t, d, "later")
+		if _, err := os.Lstat(d.Path("proc/later/status")); err != nil {
+			t.Errorf("/proc/later/status right after mkdir: %v", err)
+		}
+	})
+
 	// `signal INT` interrupts the command in front of an interactive
 	// shell, as Ctrl-C does, though job control put it in a group of
 	// its own; the shell lives on.

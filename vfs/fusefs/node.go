@@ -120,14 +120,11 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*go
 	ctx = reqCtx(ctx)
 	child, err := n.vn.Lookup(ctx, name)
 	if err != nil {
-		errno := vfs.Errno(err)
-		if errno == syscall.ENOENT && !n.volatile {
-			// A volatile directory's names come and go without a
-			// call through this mount (a /proc session, a command
-			// record), so its misses are not remembered either.
-			out.SetEntryTimeout(n.srv.opts.NegativeTime)
-		}
-		return nil, errno
+		// A miss goes back as an error, which the kernel does not
+		// remember: names appear without a call through this mount (a
+		// /proc session, a command record, a file another program put
+		// in the state directory) and must be found at once.
+		return nil, vfs.Errno(err)
 	}
 	return n.adopt(ctx, child, out)
 }

@@ -34,9 +34,6 @@ type Options struct {
 	// CacheTime is how long the kernel trusts entries and attributes of
 	// stored files. Zero means one second.
 	CacheTime time.Duration
-	// NegativeTime is how long the kernel remembers that a name does not
-	// exist. Zero means CacheTime.
-	NegativeTime time.Duration
 	// NoPassthrough makes stored file data go through the daemon even
 	// where the kernel offers passthrough (for measurements).
 	NoPassthrough bool
@@ -62,9 +59,6 @@ type Mount struct {
 func New(dir string, root vfs.Node, opts Options) (*Mount, error) {
 	if opts.CacheTime == 0 {
 		opts.CacheTime = time.Second
-	}
-	if opts.NegativeTime == 0 {
-		opts.NegativeTime = opts.CacheTime
 	}
 	if opts.Log == nil {
 		opts.Log = slog.Default()
