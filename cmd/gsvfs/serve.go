@@ -32,7 +32,9 @@ func serveCommand() *cobra.Command {
 		Long: `serve exports the state directory's tree over 9P2000.L until SIGINT or
 SIGTERM. The default listener is the unix socket gsvfs.sock in the state
 directory, which admits only its owner and root. TCP listens on loopback
-only, and only with --insecure-tcp: it has no authentication yet.`,
+only, and only with --insecure-tcp: it has no authentication yet, so every
+local user who connects gets the server's rights (root's, for a server run
+as root), commands in /proc included.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := f.sessions.check(); err != nil {
@@ -46,7 +48,7 @@ only, and only with --insecure-tcp: it has no authentication yet.`,
 	}
 	cmd.Flags().StringVar(&f.root, "root", "", "state directory (default $XDG_DATA_HOME/gsvfs, /var/lib/gsvfs for root)")
 	cmd.Flags().StringArrayVar(&f.listen, "listen", nil, "where to listen: unix:PATH or tcp:HOST:PORT (repeatable; default unix:ROOT/gsvfs.sock)")
-	cmd.Flags().BoolVar(&f.insecureTCP, "insecure-tcp", false, "allow a loopback TCP listener, which anyone on this machine can use")
+	cmd.Flags().BoolVar(&f.insecureTCP, "insecure-tcp", false, "allow an unauthenticated loopback TCP listener: every local user gets the server's rights (root's, if run as root), including running commands through /proc")
 	cmd.Flags().StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the server to this file until it exits")
 	cmd.Flags().MarkHidden("cpuprofile")
 	addSessionFlags(cmd, &f.sessions)
@@ -65,6 +67,7 @@ func runServe(stdout io.Writer, f serveFlags) error {
 	if err != nil {
 		return err
 	}
+	warnUnauthenticated(addrs)
 	stopProfile, err := startCPUProfile(f.cpuProfile)
 	if err != nil {
 		return err
@@ -99,11 +102,22 @@ func listenAddrs(root string, listen []string, insecureTCP bool) ([]ninep.Addres
 			return nil, err
 		}
 		if a.Network == "tcp" && !insecureTCP {
-			return nil, fmt.Errorf("--listen %s: TCP has no authentication yet; add --insecure-tcp to accept that anyone on this machine can connect", s)
+			return nil, fmt.Errorf("--listen %s: TCP has no authentication yet; add --insecure-tcp to accept that every user of this machine can connect with the server's rights", s)
 		}
 		addrs = append(addrs, a)
 	}
 	return addrs, nil
+}
+
+// warnUnauthenticated says in the log, at every start, what an
+// --insecure-tcp listener gives away: the flag is easy to leave in a script.
+func warnUnauthenticated(addrs []ninep.Address) {
+	for _, a := range addrs {
+		if a.Network == "tcp" {
+			slog.Warn("unauthenticated TCP listener: every local user who connects gets this server's rights, /proc commands included",
+				"listen", a.String(), "uid", os.Getuid())
+		}
+	}
 }
 
 // stopNinep closes the server, giving requests in flight a few seconds.

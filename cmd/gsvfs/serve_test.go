@@ -120,12 +120,16 @@ func TestServeRefusesSecondServer(t *testing.T) {
 	}
 }
 
-// A loopback TCP listener works when asked for explicitly.
+// A loopback TCP listener works when asked for explicitly, and the log
+// says at start what it gives away.
 func TestServeLoopbackTCP(t *testing.T) {
-	_, _ = startServe(t, "--listen", "tcp:127.0.0.1:56401", "--insecure-tcp")
+	d, _ := startServe(t, "--listen", "tcp:127.0.0.1:56401", "--insecure-tcp")
 	_, root := attach(t, ninep.Address{Network: "tcp", Addr: "127.0.0.1:56401"})
 	if _, err := root.Lookup(context.Background(), "workspaces"); err != nil {
 		t.Fatal(err)
+	}
+	if log := d.log.String(); !strings.Contains(log, "unauthenticated TCP listener") {
+		t.Errorf("log of an --insecure-tcp server: %q; want a warning about the unauthenticated listener", log)
 	}
 }
 
