@@ -20,12 +20,19 @@ type Config struct {
 	KillGrace   time.Duration // SIGTERM to SIGKILL (250 ms)
 	Retention   time.Duration // how long finished sessions stay (30 minutes)
 	MaxLive     int           // sessions running at once (256)
+	// Umask is the file creation mask sessions start with; nil means
+	// 022. The daemon itself runs with umask 0 (it applies its clients'
+	// modes as they come), so a session must never simply inherit it.
+	Umask *int
 	// Env is the allow-list: the names of the daemon's environment
 	// variables a session inherits. Nothing else of the daemon's
 	// environment reaches a session.
 	Env   []string
 	Clock func() time.Time
 }
+
+// DefaultUmask is the sessions' umask when Config.Umask is nil.
+const DefaultUmask = 0o022
 
 // DefaultEnv is the default allow-list.
 var DefaultEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE",
@@ -62,6 +69,10 @@ func (c *Config) fill() {
 	}
 	if c.MaxLive <= 0 {
 		c.MaxLive = 256
+	}
+	if c.Umask == nil {
+		u := DefaultUmask
+		c.Umask = &u
 	}
 	if c.Env == nil {
 		c.Env = DefaultEnv

@@ -158,7 +158,7 @@ func (s *Session) startWith(path string, args []string, command string, timeout 
 	cmd := exec.Command(path, args...)
 	cmd.Dir = s.workdir
 	cmd.Env = env
-	tty, pts, err := startPty(cmd, s.size[0], s.size[1])
+	tty, pts, err := startPty(cmd, s.size[0], s.size[1], *s.cfg.Umask)
 	if err != nil {
 		in.remove()
 		s.state, s.command = Failed, command
@@ -193,7 +193,7 @@ const drainGrace = 100 * time.Millisecond
 // startPty starts cmd as a session leader on a new terminal of the given
 // size, and returns the terminal's master side (non-blocking, read through
 // the runtime's poller) and the device name of its slave side.
-func startPty(cmd *exec.Cmd, rows, cols uint16) (*os.File, string, error) {
+func startPty(cmd *exec.Cmd, rows, cols uint16, umask int) (*os.File, string, error) {
 	master, slave, err := pty.Open()
 	if err != nil {
 		return nil, "", err
@@ -210,7 +210,7 @@ func startPty(cmd *exec.Cmd, rows, cols uint16) (*os.File, string, error) {
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-	if err := cmd.Start(); err != nil {
+	if err := startWithUmask(cmd, umask); err != nil {
 		master.Close()
 		return nil, "", err
 	}

@@ -369,3 +369,45 @@ func TestEOFRightAfterStart(t *testing.T) {
 		})
 	}
 }
+
+// Sessions start with the configured umask (022 when none is), never the
+// daemon's own 0, for one-shots and interactive shells alike.
+func TestSessionUmask(t *testing.T) {
+	old := syscall.Umask(0) // what a daemon sets for itself
+	defer syscall.Umask(old)
+	for _, tc := range []struct {
+		umask *int
+		want  string
+	}{
+		{nil, "0022"},
+		{ptr(0o077), "0077"},
+		{ptr(0o002), "0002"},
+	} {
+		m := newManager(t, Config{Umask: tc.umask})
+		s := create(t, m)
+		if err := s.Exec("umask"); err != nil {
+			t.Fatal(err)
+		}
+		wait(t, s)
+		if got := strings.TrimSpace(output(s)); got != tc.want {
+			t.Errorf("exec umask with Config.Umask %v: got %q, want %q", tc.umask, got, tc.want)
+		}
+		sh := create(t, m)
+		if err := sh.StartShell(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sh.Send(context.Background(), []byte("umask; exit\n")); err != nil {
+			t.Fatal(err)
+		}
+		wait(t, sh)
+		if got := output(sh); !strings.Contains(got, tc.want+"\r\n") {
+			t.Errorf("interactive umask with Config.Umask %v: output %q, want a line %q", tc.umask, got, tc.want)
+		}
+	}
+	if now := syscall.Umask(old); now != 0 {
+		t.Errorf("the process's own umask changed to %04o", now)
+	}
+	syscall.Umask(0)
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1041,3 +1041,45 @@ func TestProcOtherUsersKeptOut(t *testing.T) {
 		t.Errorf("/proc after the other user tried: %v, want clone, mine, status", names)
 	}
 }
+
+// Sessions take the umask of whoever started gsvfs, or --session-umask,
+// never the daemon's own 0: what they create is not world-writable.
+func TestProcUmask(t *testing.T) {
+	t.Parallel()
+	starter := syscall.Umask(0o022)
+	syscall.Umask(starter)
+	for _, tc := range []struct {
+		flags []string
+		umask int
+	}{
+		{nil, starter},
+		{[]string{"--session-umask", "077"}, 0o077},
+	} {
+		d := procMount(t, nil, tc.flags...)
+		host := t.TempDir()
+		os.Chmod(host, 0o777)
+		for _, kind := range []string{"exec", "interactive"} {
+			dir := procNew(t, d, kind)
+			script := fmt.Sprintf("cd %s; umask > %s.umask; touch %s.file; mkdir %s.dir", host, kind, kind, kind)
+			if kind == "exec" {
+				procMustWrite(t, filepath.Join(dir, "ctl"), "exec "+script+"\n")
+				procWaitEnd(t, dir)
+			} else {
+				procRun(t, dir, script)
+			}
+			want := fmt.Sprintf("%04o\n", tc.umask)
+			if got := string(smReadFile(t, filepath.Join(host, kind+".umask"))); got != want {
+				t.Errorf("%s session of a mount with %v: umask %q, want %q", kind, tc.flags, got, want)
+			}
+			for name, mode := range map[string]os.FileMode{kind + ".file": 0o666, kind + ".dir": 0o777} {
+				st, err := os.Stat(filepath.Join(host, name))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, want := st.Mode().Perm(), mode&^os.FileMode(tc.umask); got != want {
+					t.Errorf("%s made by a %s session of a mount with %v: mode %v, want %v", name, kind, tc.flags, got, want)
+				}
+			}
+		}
+	}
+}

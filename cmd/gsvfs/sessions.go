@@ -2,7 +2,9 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,6 +19,7 @@ type sessionFlags struct {
 	execTimeout time.Duration
 	retention   time.Duration
 	maxLive     int
+	umask       string // octal; empty: the umask of whoever runs the command
 }
 
 func addSessionFlags(cmd *cobra.Command, s *sessionFlags) {
@@ -26,12 +29,14 @@ func addSessionFlags(cmd *cobra.Command, s *sessionFlags) {
 	cmd.Flags().DurationVar(&s.execTimeout, "exec-timeout", d.ExecTimeout, "time limit of a session's `exec`")
 	cmd.Flags().DurationVar(&s.retention, "session-retention", d.Retention, "how long finished sessions stay in /proc")
 	cmd.Flags().IntVar(&s.maxLive, "max-sessions", d.MaxLive, "sessions that may be live at once")
+	cmd.Flags().StringVar(&s.umask, "session-umask", "", "umask of /proc sessions, in octal (default: the umask gsvfs was started with)")
 }
 
 // args gives the flags back as a command line, for the background daemon.
 func (s sessionFlags) args() []string {
 	args := []string{"--session-output", strconv.Itoa(s.outputCap), "--exec-timeout", s.execTimeout.String(),
-		"--session-retention", s.retention.String(), "--max-sessions", strconv.Itoa(s.maxLive)}
+		"--session-retention", s.retention.String(), "--max-sessions", strconv.Itoa(s.maxLive),
+		"--session-umask", s.umask}
 	if s.shell != "" {
 		args = append(args, "--session-shell", s.shell)
 	}
@@ -39,15 +44,43 @@ func (s sessionFlags) args() []string {
 }
 
 // check refuses what would mean "no limit" or "forget at once" by
-// accident: negative times and counts.
-func (s sessionFlags) check() error {
+// accident: negative times and counts; and it settles the umask now,
+// before the daemon sets its own to 0: the sessions take the one of
+// whoever started gsvfs unless --session-umask says otherwise.
+func (s *sessionFlags) check() error {
 	if s.outputCap < 0 || s.maxLive < 0 || s.execTimeout < 0 || s.retention < 0 {
 		return errors.New("--session-output, --exec-timeout, --session-retention and --max-sessions cannot be negative")
+	}
+	if s.umask == "" {
+		s.umask = fmt.Sprintf("%04o", currentUmask())
+	}
+	if _, err := parseUmask(s.umask); err != nil {
+		return err
 	}
 	return nil
 }
 
+// currentUmask reads the process's umask, which can only be read by
+// setting it.
+func currentUmask() int {
+	u := syscall.Umask(0o022)
+	syscall.Umask(u)
+	return u
+}
+
+func parseUmask(s string) (int, error) {
+	u, err := strconv.ParseUint(s, 8, 32)
+	if err != nil || u > 0o777 {
+		return 0, fmt.Errorf("--session-umask %q: want an octal mask from 0 to 0777, such as 022", s)
+	}
+	return int(u), nil
+}
+
 func (s sessionFlags) config() shelld.Config {
-	return shelld.Config{Shell: s.shell, OutputCap: s.outputCap, ExecTimeout: s.execTimeout,
+	c := shelld.Config{Shell: s.shell, OutputCap: s.outputCap, ExecTimeout: s.execTimeout,
 		Retention: s.retention, MaxLive: s.maxLive}
+	if u, err := parseUmask(s.umask); err == nil { // check has settled it
+		c.Umask = &u
+	}
+	return c
 }
