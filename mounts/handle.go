@@ -74,6 +74,16 @@ func (h *fileHandle) Allocate(ctx context.Context, off, size int64, mode uint32)
 	return vfs.Error("fallocate", h.n.path, syscall.EOPNOTSUPP)
 }
 
+// flushingHandle is a fileHandle whose backend finishes something at each
+// close (vfs.Flusher). Only such handles have Flush, so that the edges
+// spare every other close a round trip.
+type flushingHandle struct {
+	*fileHandle
+	fl vfs.Flusher
+}
+
+func (h *flushingHandle) Flush(ctx context.Context) error { return h.fl.Flush(ctx) }
+
 // dirHandle lists a directory of the namespace: first the mount points
 // beneath it (offsets 1..k), then the backend's entries that no mount
 // hides, their offsets shifted past k (vfs.ShiftDirOffset). The mount list is fixed at open,

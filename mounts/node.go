@@ -97,7 +97,11 @@ func (n *node) wrap(h vfs.Handle) vfs.Handle {
 	if dr, ok := h.(vfs.DirReader); ok {
 		return &dirHandle{n: n, inner: h, dr: dr, mounts: n.t.childMounts(n.path)}
 	}
-	return &fileHandle{inner: h, n: n}
+	fh := &fileHandle{inner: h, n: n}
+	if fl, ok := h.(vfs.Flusher); ok {
+		return &flushingHandle{fh, fl}
+	}
+	return fh
 }
 
 // mutable fails for a virtual directory and for a name that is a mount

@@ -1,17 +1,21 @@
 package procfs
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/gsvfs/gsvfs/shelld"
+	"github.com/gsvfs/gsvfs/vfs"
 )
 
 // verb is one ctl verb: what it does with the rest of its line.
@@ -147,4 +151,65 @@ func (d *sessionDir) resize(arg string) error {
 		return errorf(syscall.EINVAL, fmt.Sprintf("want ROWS COLS, got %q", arg))
 	}
 	return d.s.Resize(rows, cols)
+}
+
+// maxCtlLine bounds a ctl line still waiting for its newline.
+const maxCtlLine = 64 << 10
+
+// ctlHandle is an open ctl. A verb runs only once its line is complete,
+// so a line split over two writes never runs its first half (`exec rm
+// -rf /tmp/build` cut to `exec rm -rf /tmp/b`): the open file keeps the
+// unfinished line until its newline comes or the file is closed. A line
+// finished by a write fails that write; one finished by the close fails
+// the close (and is kept in lastError either way).
+type ctlHandle struct {
+	d       *sessionDir
+	mu      sync.Mutex
+	pending []byte
+}
+
+func (f *FS) ctl(d *sessionDir) *file {
+	return &file{meta: f.meta(syscall.S_IFREG | 0o200), input: true,
+		open: func(context.Context, int) (vfs.Handle, error) { return &ctlHandle{d: d}, nil }}
+}
+
+func (h *ctlHandle) ReadAt(context.Context, []byte, int64) (int, error) {
+	return 0, vfs.Error("read", "", syscall.EBADF)
+}
+
+func (h *ctlHandle) WriteAt(ctx context.Context, p []byte, _ int64) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.pending = append(h.pending, p...)
+	end := bytes.LastIndexByte(h.pending, '\n')
+	if end < 0 {
+		if len(h.pending) > maxCtlLine {
+			h.pending = nil
+			return 0, h.d.s.Fail(errorf(syscall.EINVAL, fmt.Sprintf("ctl: line longer than %d bytes", maxCtlLine)))
+		}
+		return len(p), nil
+	}
+	lines := h.pending[:end+1]
+	h.pending = slices.Clone(h.pending[end+1:])
+	if err := h.d.control(ctx, lines); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// Flush runs the last line, which had no newline: `echo -n kill > ctl`.
+func (h *ctlHandle) Flush(ctx context.Context) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	line := h.pending
+	h.pending = nil
+	if len(line) == 0 {
+		return nil
+	}
+	return h.d.control(ctx, line)
+}
+
+// Close runs what a close without a flush (9P's clunk) left.
+func (h *ctlHandle) Close() error {
+	return h.Flush(context.Background())
 }

@@ -100,18 +100,32 @@ func read(t *testing.T, n vfs.Node) string {
 	}
 }
 
-// write opens n for writing and writes p as one write.
+// write opens n for writing, writes p as one write and closes it as an
+// edge does (a flush, whose error is close's, then the release).
 func write(n vfs.Node, p string) error {
+	return writes(n, p)
+}
+
+// writes is write with one write for each part.
+func writes(n vfs.Node, parts ...string) error {
 	h, err := n.Open(bg, os.O_WRONLY|os.O_TRUNC)
 	if err != nil {
 		return err
 	}
 	defer h.Close()
-	k, err := h.WriteAt(bg, []byte(p), 0)
-	if err == nil && k != len(p) {
-		return errors.New("short write")
+	for _, p := range parts {
+		k, err := h.WriteAt(bg, []byte(p), 0)
+		if err == nil && k != len(p) {
+			err = errors.New("short write")
+		}
+		if err != nil {
+			return err
+		}
 	}
-	return err
+	if fl, ok := h.(vfs.Flusher); ok {
+		return fl.Flush(bg)
+	}
+	return nil
 }
 
 func list(t *testing.T, n vfs.Node) []string {
@@ -975,5 +989,46 @@ func TestSessionFiles(t *testing.T) {
 	}
 	if !ended(status(t, dir)) {
 		t.Errorf("status after the exit: %+v", status(t, dir))
+	}
+}
+
+// A ctl verb runs only once its line is complete: a line split over two
+// writes runs whole, never its first half; a last line without a newline
+// runs at the close, whose error it is.
+func TestCtlSplitLines(t *testing.T) {
+	f, _ := newFS(t, shelld.Config{}, Options{})
+	work := t.TempDir()
+	victim := filepath.Join(work, "victim")
+	dir := mkdir(t, f, "split")
+	if err := writes(walk(t, dir, "ctl"), "exec touch "+victim, "_suffix\n"); err != nil {
+		t.Fatal(err)
+	}
+	st := done(t, dir)
+	if _, err := os.Stat(victim); err == nil {
+		t.Errorf("ctl line split over two writes ran its first half: %s exists", victim)
+	}
+	if _, err := os.Stat(victim + "_suffix"); err != nil || st.Command != "touch "+victim+"_suffix" {
+		t.Errorf("the whole line did not run: %v, command %q", err, st.Command)
+	}
+
+	// Several lines, the last finished by the close.
+	env := mkdir(t, f, "env")
+	if err := writes(walk(t, env, "ctl"), "env A=", "1\nenv B", "=2"); err != nil {
+		t.Fatal(err)
+	}
+	got := read(t, walk(t, env, "env"))
+	if !strings.Contains(got, "A=1\n") || !strings.Contains(got, "B=2\n") {
+		t.Errorf("env after split lines:\n%s", got)
+	}
+
+	// Errors: of the write that completes a bad line, of the close that
+	// completes one, and of a line that never ends.
+	bad := mkdir(t, f, "bad")
+	wantErrno(t, "write completing a bad line", writes(walk(t, bad, "ctl"), "bo", "gus\n"), syscall.EINVAL)
+	wantErrno(t, "close completing a bad line", writes(walk(t, bad, "ctl"), "bo", "gus"), syscall.EINVAL)
+	long := strings.Repeat("x", maxCtlLine+1)
+	wantErrno(t, "endless line", writes(walk(t, bad, "ctl"), "env A=", long), syscall.EINVAL)
+	if last := session(bad).Status().LastError; !strings.Contains(last, "longer than") {
+		t.Errorf("lastError after an endless line: %q", last)
 	}
 }

@@ -39,7 +39,7 @@ func newSessionDir(f *FS, s *shelld.Session) *sessionDir {
 	log := s.Output()
 	d.files = map[string]vfs.Node{
 		"stdin": f.input(d.writeInput),
-		"ctl":   f.input(d.control),
+		"ctl":   f.ctl(d),
 		"stdout": &file{meta: f.meta(syscall.S_IFREG | 0o444),
 			size: func() (int64, time.Time) {
 				_, end, mtime, _ := log.Stat()

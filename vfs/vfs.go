@@ -137,6 +137,15 @@ type Forgetter interface {
 	Forget()
 }
 
+// Flusher is a handle with something to finish when a descriptor of it is
+// closed, such as a last ctl line that has no newline. The edges call
+// Flush at every close(2) (FUSE's FLUSH), so it may run more than once and
+// before Close; its error is close's. Handles without it spare the mount
+// that round trip.
+type Flusher interface {
+	Flush(ctx context.Context) error
+}
+
 // Syncer is a handle whose data can be flushed to stable storage.
 type Syncer interface {
 	Sync(ctx context.Context) error

@@ -1083,3 +1083,35 @@ func TestProcUmask(t *testing.T) {
 		}
 	}
 }
+
+// Through the mount, a ctl line split over two writes runs whole, never
+// its first half, and a bad last line without a newline fails the close.
+func TestProcCtlSplitLine(t *testing.T) {
+	t.Parallel()
+	d := procMount(t, nil)
+	victim := filepath.Join(t.TempDir(), "victim")
+	dir := procNew(t, d, "split")
+	sh := fmt.Sprintf(`(printf 'exec touch %s'; sleep 0.2; printf '_suffix\n') > %s/ctl`, victim, dir)
+	if out, err := exec.Command("sh", "-c", sh).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", sh, err, out)
+	}
+	procWaitEnd(t, dir)
+	if _, err := os.Stat(victim); err == nil {
+		t.Errorf("a ctl line split over two writes ran its first half: %s exists", victim)
+	}
+	if _, err := os.Stat(victim + "_suffix"); err != nil {
+		t.Errorf("the whole line did not run: %v", err)
+	}
+
+	bad := procNew(t, d, "bad")
+	f, err := os.OpenFile(filepath.Join(bad, "ctl"), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte("bogus")); err != nil {
+		t.Errorf("write of an unfinished line: %v, want it to wait for the newline or the close", err)
+	}
+	if err := f.Close(); procErrno(err) != "EINVAL" {
+		t.Errorf("close finishing the bad line %q: %v, want EINVAL", "bogus", err)
+	}
+}

@@ -17,6 +17,7 @@ type fileHandle struct {
 	h        vfs.Handle
 	srv      *server
 	volatile bool
+	opener   int // for a vfs.Flusher: the process that opened it
 }
 
 var (
@@ -33,15 +34,44 @@ var (
 // disk-backed content through kernel passthrough when the backend has a
 // host descriptor (go-fuse registers it if the kernel allows), otherwise
 // through the daemon with the page cache.
-func (s *server) wrapHandle(h vfs.Handle, volatile bool) (gofs.FileHandle, uint32, syscall.Errno) {
+func (s *server) wrapHandle(ctx context.Context, h vfs.Handle, volatile bool) (gofs.FileHandle, uint32, syscall.Errno) {
 	if dr, ok := h.(vfs.DirReader); ok {
 		return &dirStream{h: h, dr: dr, srv: s}, 0, 0
 	}
 	fh := &fileHandle{h: h, srv: s, volatile: volatile}
+	var flags uint32
 	if volatile {
-		return fh, fuse.FOPEN_DIRECT_IO, 0
+		flags |= fuse.FOPEN_DIRECT_IO
 	}
-	return fh, 0, 0
+	if _, ok := h.(vfs.Flusher); ok {
+		fh.opener = callerProcess(ctx)
+	} else {
+		flags |= fuse.FOPEN_NOFLUSH // nothing to do at close(2): no round trip
+	}
+	return fh, flags, 0
+}
+
+// flush finishes the handle's work when the process that opened it closes
+// it. The kernel sends FLUSH at every close(2), also when a child that
+// inherited the descriptor exits (`(printf 'exec rm -rf /tmp/b'; sleep 1;
+// printf 'uild\n') > ctl` closes it in sleep first): such a close must not
+// finish the opener's half-written line.
+func (f *fileHandle) flush(ctx context.Context) syscall.Errno {
+	fl, ok := f.h.(vfs.Flusher)
+	if !ok || (f.opener != 0 && callerProcess(ctx) != f.opener) {
+		return 0
+	}
+	return f.srv.errnoOf("flush", fl.Flush(reqCtx(ctx)))
+}
+
+// callerProcess is the process (thread group) of the request's caller, or
+// 0 when unknown. FUSE names the calling thread.
+func callerProcess(ctx context.Context) int {
+	caller, ok := fuse.FromContext(ctx)
+	if !ok || caller.Pid == 0 {
+		return 0
+	}
+	return threadGroup(int(caller.Pid))
 }
 
 // handleAttrer returns the open handle's own stat/truncate ability, used

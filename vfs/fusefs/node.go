@@ -207,7 +207,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 	if err != nil {
 		return nil, 0, n.srv.toErrno("open", err)
 	}
-	fh, fuseFlags, errno := n.srv.wrapHandle(h, n.volatile)
+	fh, fuseFlags, errno := n.srv.wrapHandle(ctx, h, n.volatile)
 	if errno == 0 && (flags&syscall.O_TRUNC != 0 || flags&syscall.O_ACCMODE != syscall.O_RDONLY) {
 		errno = fh.(*fileHandle).clearSetID(ctx)
 	}
@@ -224,7 +224,7 @@ func (n *node) OpendirHandle(ctx context.Context, _ uint32) (gofs.FileHandle, ui
 		h.Close()
 		return nil, 0, syscall.ENOTDIR
 	}
-	return n.srv.wrapHandle(h, false)
+	return n.srv.wrapHandle(ctx, h, false)
 }
 
 func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
@@ -238,7 +238,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		h.Close()
 		return nil, nil, 0, errno
 	}
-	fh, fuseFlags, errno := n.srv.wrapHandle(h, inode.Operations().(*node).volatile)
+	fh, fuseFlags, errno := n.srv.wrapHandle(ctx, h, inode.Operations().(*node).volatile)
 	return inode, fh, fuseFlags, errno
 }
 
@@ -356,11 +356,16 @@ func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
 	return 0
 }
 
-// Flush is refused with ENOSYS, which the kernel remembers: no backend
-// buffers data between write and close, so a FLUSH round trip on every
-// close would buy nothing.
-func (n *node) Flush(context.Context, gofs.FileHandle) syscall.Errno {
-	return syscall.ENOSYS
+// Flush reaches only handles that finish something at close(2)
+// (vfs.Flusher): every other open tells the kernel not to send it
+// (FOPEN_NOFLUSH, wrapHandle). It never answers ENOSYS, which the kernel
+// would remember for the whole mount.
+func (n *node) Flush(ctx context.Context, fh gofs.FileHandle) syscall.Errno {
+	f, ok := fh.(*fileHandle)
+	if !ok {
+		return 0
+	}
+	return f.flush(ctx)
 }
 
 func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
