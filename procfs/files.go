@@ -123,7 +123,7 @@ func (f *FS) blocking(gen func(ctx context.Context) ([]byte, error)) *file {
 // writeHandle hands every write to a function: an input's bytes go
 // through as they come, whatever the offset.
 type writeHandle struct {
-	write func(ctx context.Context, p []byte) error
+	write func(ctx context.Context, p []byte) (int, error)
 }
 
 func (h writeHandle) ReadAt(context.Context, []byte, int64) (int, error) {
@@ -131,16 +131,13 @@ func (h writeHandle) ReadAt(context.Context, []byte, int64) (int, error) {
 }
 
 func (h writeHandle) WriteAt(ctx context.Context, p []byte, _ int64) (int, error) {
-	if err := h.write(ctx, p); err != nil {
-		return 0, err
-	}
-	return len(p), nil
+	return h.write(ctx, p)
 }
 
 func (h writeHandle) Close() error { return nil }
 
 // input is a write-only file (stdin, ctl).
-func (f *FS) input(write func(ctx context.Context, p []byte) error) *file {
+func (f *FS) input(write func(ctx context.Context, p []byte) (int, error)) *file {
 	return &file{meta: f.meta(syscall.S_IFREG | 0o200), input: true,
 		open: func(context.Context, int) (vfs.Handle, error) { return writeHandle{write}, nil }}
 }

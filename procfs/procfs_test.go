@@ -1032,3 +1032,30 @@ func TestCtlSplitLines(t *testing.T) {
 		t.Errorf("lastError after an endless line: %q", last)
 	}
 }
+
+// A stdin write the terminal takes only in part returns the short count,
+// so a writer sends the rest again and only the rest; a write it takes
+// nothing of fails with EAGAIN, and lastError says why.
+func TestStdinShortWrite(t *testing.T) {
+	f, _ := newFS(t, shelld.Config{}, Options{})
+	dir := mkdir(t, f, "full")
+	if err := write(walk(t, dir, "ctl"), "yield 200ms\nexec sleep 30\n"); err != nil {
+		t.Fatal(err)
+	}
+	defer write(walk(t, dir, "ctl"), "kill\n")
+	h, err := walk(t, dir, "stdin").Open(bg, os.O_WRONLY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	p := []byte(strings.Repeat(strings.Repeat("x", 63)+"\n", 1024)) // 64 KiB, nobody reads it
+	n, err := h.WriteAt(bg, p, 0)
+	if err != nil || n <= 0 || n >= len(p) {
+		t.Fatalf("64 KiB to a terminal nobody reads: wrote %d, %v; want a short count and no error", n, err)
+	}
+	n, err = h.WriteAt(bg, p[n:], 0)
+	wantErrno(t, fmt.Sprintf("write of the rest to a full terminal (wrote %d)", n), err, syscall.EAGAIN)
+	if last := session(dir).Status().LastError; !strings.Contains(last, "took none") {
+		t.Errorf("lastError after a write the terminal took nothing of: %q", last)
+	}
+}

@@ -105,28 +105,36 @@ func (d *sessionDir) wait(ctx context.Context) ([]byte, error) {
 // writeInput is a write to stdin. The first one starts the interactive
 // login shell of an idle session. A terminal that takes nothing for the
 // yield time (its input buffer is full: the program in front does not
-// read it) fails the write with EAGAIN rather than hang the writer.
-func (d *sessionDir) writeInput(ctx context.Context, p []byte) error {
-	err := d.send(ctx, p)
+// read it) fails the write with EAGAIN rather than hang the writer; one
+// that took part of it returns the short count.
+func (d *sessionDir) writeInput(ctx context.Context, p []byte) (int, error) {
+	n, err := d.send(ctx, p)
 	if errors.Is(err, shelld.ErrNotRun) {
 		if err = d.s.StartShell(); err == nil || errors.Is(err, shelld.ErrStarted) {
-			err = d.send(ctx, p)
+			n, err = d.send(ctx, p)
 		}
 	}
 	if err != nil {
-		return d.s.Fail(fromShelld(err))
+		return 0, d.s.Fail(fromShelld(err))
 	}
-	return nil
+	return n, nil
 }
 
-func (d *sessionDir) send(ctx context.Context, p []byte) error {
+// send gives the terminal what it takes within the yield time. A write it
+// took in part returns that count, as a pipe does, so the writer sends
+// the rest again and only the rest; one it took nothing of fails with
+// EAGAIN.
+func (d *sessionDir) send(ctx context.Context, p []byte) (int, error) {
 	yctx, cancel := context.WithTimeout(ctx, d.yieldTime())
 	defer cancel()
 	n, err := d.s.Send(yctx, p)
 	if err != nil && ctx.Err() == nil && yctx.Err() != nil {
-		return errorf(syscall.EAGAIN, fmt.Sprintf("stdin: the terminal took %d of %d bytes in the yield time: its input buffer is full, the program in front is not reading it", n, len(p)))
+		if n > 0 {
+			return n, nil
+		}
+		return 0, errorf(syscall.EAGAIN, fmt.Sprintf("stdin: the terminal took none of %d bytes in the yield time: its input buffer is full, the program in front is not reading it", len(p)))
 	}
-	return err
+	return n, err
 }
 
 func tail(log *shelld.Log) []byte {
@@ -277,7 +285,23 @@ func (d *sessionDir) deliver(ctx context.Context, t *tempFile, to string) error 
 	if to == "ctl" {
 		return d.control(ctx, data)
 	}
-	return d.writeInput(ctx, data)
+	return d.deliverInput(ctx, data)
+}
+
+// deliverInput writes a saved temp file to stdin whole: a rename cannot
+// report a short count, so it goes on while the terminal takes more.
+func (d *sessionDir) deliverInput(ctx context.Context, data []byte) error {
+	for len(data) > 0 {
+		n, err := d.writeInput(ctx, data)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return d.s.Fail(errorf(syscall.EAGAIN, "stdin: the terminal took nothing"))
+		}
+		data = data[n:]
+	}
+	return nil
 }
 
 // Create makes a temp file (what a save writes before its rename), or
