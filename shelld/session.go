@@ -2,11 +2,13 @@ package shelld
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -71,7 +73,8 @@ type Session struct {
 
 	mu       sync.Mutex
 	state    string
-	command  string
+	command  string // the command line, as cmdline shows it
+	title    string // what status calls an interactive shell: its name
 	workdir  string
 	env      []string // additions from `env K=V`, applied at start
 	timeout  time.Duration
@@ -128,7 +131,13 @@ func (s *Session) StartShell() error {
 	if err != nil {
 		in = nil // run it plain rather than not at all
 	}
-	return s.startWith(s.cfg.Shell, []string{"-l"}, s.cfg.Shell+" -l", 0, in, true)
+	err = s.startWith(s.cfg.Shell, []string{"-l"}, s.cfg.Shell+" -l", 0, in, true)
+	if err == nil {
+		s.mu.Lock()
+		s.title = filepath.Base(s.cfg.Shell)
+		s.mu.Unlock()
+	}
+	return err
 }
 
 // Exec runs one command with `$SHELL -lc`, under the exec timeout unless
@@ -819,7 +828,7 @@ func (s *Session) status(deep bool) Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := Status{
-		ID: s.id, Status: s.state, Command: s.command, Workdir: s.workdir,
+		ID: s.id, Status: s.state, Command: cmp.Or(s.title, s.command), Workdir: s.workdir,
 		ExitCode: s.exitCode, Signal: s.signal, TimedOut: s.timedOut,
 		StartedAt: s.started, EndedAt: s.ended, Output: end,
 		Truncated: start > 0, LastError: s.lastErr,

@@ -396,6 +396,10 @@ func TestSessionUmask(t *testing.T) {
 		if err := sh.StartShell(); err != nil {
 			t.Fatal(err)
 		}
+		// status names the shell; cmdline keeps the whole command line.
+		if got, line := sh.Status().Command, sh.CommandLine(); got != "sh" || line != "/bin/sh -l" {
+			t.Errorf("interactive /bin/sh: status command %q, command line %q; want sh and /bin/sh -l", got, line)
+		}
 		if _, err := sh.Send(context.Background(), []byte("umask; exit\n")); err != nil {
 			t.Fatal(err)
 		}
