@@ -18,6 +18,7 @@ import (
 
 	"github.com/gsvfs/gsvfs/shelld"
 	"github.com/gsvfs/gsvfs/vfs"
+	"github.com/gsvfs/gsvfs/vfs/fusefs"
 	"github.com/gsvfs/gsvfs/vfs/ninep"
 )
 
@@ -69,12 +70,16 @@ func (f procFlags) dial() (procClient, error) {
 		}
 		return dialProc(a)
 	}
-	root := f.root
-	if root == "" {
-		root = defaultRoot()
+	if f.root != "" {
+		return dialRoot(f.root)
 	}
-	// Only look: a client must not create a state directory that no
-	// daemon serves.
+	return dialImplied()
+}
+
+// dialRoot reaches the daemon of a state directory on its socket. It only
+// looks: a client must not create a state directory that no daemon
+// serves.
+func dialRoot(root string) (procClient, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return nil, err
@@ -84,6 +89,38 @@ func (f procFlags) dial() (procClient, error) {
 		return nil, fmt.Errorf("no daemon serves %s; start one with gsvfs mount or gsvfs serve, or pass --server/--mount", abs)
 	}
 	return c, err
+}
+
+// dialImplied finds the daemon no flag names: the one of the gsvfs mount
+// the command runs in, else the one of the default state directory, else
+// the one gsvfs mount there is. Several mounts and none implied is an
+// error naming them.
+func dialImplied() (procClient, error) {
+	mounts := fusefs.Mounts()
+	if wd, err := os.Getwd(); err == nil {
+		if mnt, ok := enclosingMount(wd, mounts); ok {
+			return openMountProc(mnt)
+		}
+	}
+	c, err := dialRoot(defaultRoot())
+	if err == nil || len(mounts) == 0 {
+		return c, err
+	}
+	if len(mounts) == 1 {
+		return openMountProc(mounts[0])
+	}
+	return nil, fmt.Errorf("no daemon serves %s and several gsvfs mounts run (%s): pass --mount DIR, or run the command inside one", defaultRoot(), strings.Join(mounts, ", "))
+}
+
+// enclosingMount is the deepest of mounts that holds dir.
+func enclosingMount(dir string, mounts []string) (string, bool) {
+	best := ""
+	for _, m := range mounts {
+		if (dir == m || strings.HasPrefix(dir, strings.TrimSuffix(m, "/")+"/")) && len(m) > len(best) {
+			best = m
+		}
+	}
+	return best, best != ""
 }
 
 // mountProc is /proc of a mounted tree: plain files.

@@ -25,9 +25,15 @@ func TestPs(t *testing.T) {
 	procNew(t, d, "10")
 	procNew(t, d, "9")
 
-	for _, where := range [][]string{{"--mount", d.Mnt}, {"--root", d.Root}} {
-		t.Run(where[0], func(t *testing.T) {
-			rows := psTable(t, psRun(t, append([]string{"ps"}, where...)...))
+	// No flag, run inside the mount: its daemon, not the default state
+	// directory's (none serves that here).
+	for _, where := range [][]string{{"--mount", d.Mnt}, {"--root", d.Root}, {}} {
+		name := "no-flag"
+		if len(where) > 0 {
+			name = where[0]
+		}
+		t.Run(name, func(t *testing.T) {
+			rows := psTable(t, psRunIn(t, d.Path("workspaces"), append([]string{"ps"}, where...)...))
 			want := []map[string]string{
 				{"ID": shell, "COMMAND": `bash`, "AGE": `\d+s`, "OUTPUT": `[1-9][0-9.]*K?`},
 				{"ID": "9", "STATUS": "idle", "COMMAND": "-", "AGE": "-", "OUTPUT": "0"},
@@ -141,7 +147,14 @@ func TestPsHumanSizes(t *testing.T) {
 // psRun runs gsvfs with args and returns its standard output.
 func psRun(t *testing.T, args ...string) string {
 	t.Helper()
+	return psRunIn(t, "", args...)
+}
+
+// psRunIn runs gsvfs with args in the directory dir.
+func psRunIn(t *testing.T, dir string, args ...string) string {
+	t.Helper()
 	cmd := exec.Command(binary, args...)
+	cmd.Dir = dir
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("gsvfs %s: %v\n%s", strings.Join(args, " "), err, psStderr(err))
@@ -185,4 +198,21 @@ func psTable(t *testing.T, out string) []map[string]string {
 		rows = append(rows, row)
 	}
 	return rows
+}
+
+// The mount a directory is in: the deepest that holds it, by whole names.
+func TestEnclosingMount(t *testing.T) {
+	mounts := []string{"/home/u/gsv", "/home/u/gsv/mnt/other", "/srv/g"}
+	for _, tc := range []struct{ dir, want string }{
+		{"/home/u/gsv", "/home/u/gsv"},
+		{"/home/u/gsv/proc/1", "/home/u/gsv"},
+		{"/home/u/gsv/mnt/other/x", "/home/u/gsv/mnt/other"},
+		{"/home/u/gsv2", ""},
+		{"/srv", ""},
+	} {
+		got, ok := enclosingMount(tc.dir, mounts)
+		if got != tc.want || ok != (tc.want != "") {
+			t.Errorf("enclosingMount(%q): %q, %v; want %q", tc.dir, got, ok, tc.want)
+		}
+	}
 }

@@ -112,27 +112,50 @@ func mountedAt(dir string) (string, bool) {
 	if err != nil {
 		return "", false
 	}
+	typ, found := "", false
+	eachMount(func(point, fstype string) {
+		if point == abs {
+			typ, found = fstype, true // the last one stacked wins
+		}
+	})
+	return typ, found
+}
+
+// Mounts lists the mount points of the gsvfs FUSE mounts this process
+// sees, in the order they were made.
+func Mounts() []string {
+	var points []string
+	eachMount(func(point, fstype string) {
+		if fstype == fsType {
+			points = append(points, point)
+		}
+	})
+	return points
+}
+
+// eachMount calls fn for every line of /proc/self/mountinfo (none where
+// there is no such file).
+func eachMount(fn func(point, fstype string)) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
-		return "", false
+		return
 	}
 	defer f.Close()
-	typ, found := "", false
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		// id parent major:minor root mountpoint options... - fstype source super
 		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 || unescapeMount(fields[4]) != abs {
+		if len(fields) < 5 {
 			continue
 		}
 		for i, f := range fields {
 			if f == "-" && i+1 < len(fields) {
-				typ, found = fields[i+1], true // the last one stacked wins
+				fn(unescapeMount(fields[4]), fields[i+1])
+				break
 			}
 		}
 	}
-	return typ, found
 }
 
 // unescapeMount undoes mountinfo's octal escapes (\040 for a space).
