@@ -1,6 +1,7 @@
 package procfs
 
 import (
+	"bytes"
 	"context"
 	"strconv"
 	"syscall"
@@ -115,7 +116,7 @@ func exitLine(c shelld.Command) []byte {
 }
 
 // output is the part of the log that is a command's output, as far as
-// the log still keeps it.
+// the log still keeps it, as the command printed it (asPrinted).
 func (d *sessionDir) output(c shelld.Command) []byte {
 	log := d.s.Output()
 	start, _, _, _ := log.Stat()
@@ -125,7 +126,16 @@ func (d *sessionDir) output(c shelld.Command) []byte {
 	}
 	buf := make([]byte, c.OutputEnd-from)
 	n, _ := log.ReadAt(buf, from)
-	return buf[:n]
+	return asPrinted(buf[:n])
+}
+
+// asPrinted undoes what an interactive shell's terminal does to output,
+// \n → \r\n, so a record reads as the command printed it: each \r\n
+// becomes \n. A \r the command printed itself stays (a progress bar's
+// redraws; a \r\n it printed, which the terminal made \r\r\n, comes
+// back as \r\n).
+func asPrinted(p []byte) []byte {
+	return bytes.ReplaceAll(p, []byte("\r\n"), []byte("\n"))
 }
 
 // waited is what cmds/<n>/wait returns: the record and its output.

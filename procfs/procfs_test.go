@@ -309,14 +309,14 @@ func TestCtlVerbs(t *testing.T) {
 	}{
 		{"", "exec echo hi", 0, "", func(t *testing.T, dir vfs.Node) bool {
 			st := done(t, dir)
-			return st.Command == "echo hi" && st.Status == shelld.Completed && read(t, walk(t, dir, "stdout")) == "hi\r\n"
+			return st.Command == "echo hi" && st.Status == shelld.Completed && read(t, walk(t, dir, "stdout")) == "hi\n"
 		}},
 		{"", "exec", syscall.EINVAL, "needs an argument", nil},
 		{"", "exec   ", syscall.EINVAL, "needs an argument", nil},
 		{"ended", "exec true", syscall.EBUSY, "already runs", nil},
 		{"shell", "exec true", syscall.EBUSY, "already runs", nil},
 		{"", "start", 0, "", func(t *testing.T, dir vfs.Node) bool {
-			return status(t, dir).Command == "/bin/sh -l" && read(t, walk(t, dir, "cmdline")) == "/bin/sh -l\n"
+			return status(t, dir).Command == "sh" && read(t, walk(t, dir, "cmdline")) == "/bin/sh -l\n"
 		}},
 		{"", "start now", syscall.EINVAL, `takes no argument, got "now"`, nil},
 		{"shell", "start", syscall.EBUSY, "already runs", nil},
@@ -384,7 +384,7 @@ func TestCtlVerbs(t *testing.T) {
 		{"", "resize 30 100", 0, "", func(t *testing.T, dir vfs.Node) bool {
 			run(t, dir, "exec stty size")
 			done(t, dir)
-			return read(t, walk(t, dir, "stdout")) == "30 100\r\n"
+			return read(t, walk(t, dir, "stdout")) == "30 100\n"
 		}},
 		{"shell", "resize 50 132", 0, "", nil},
 		{"", "resize 0 80", syscall.EINVAL, "want ROWS COLS", nil},
@@ -950,13 +950,13 @@ func TestSessionFiles(t *testing.T) {
 	if err := json.Unmarshal([]byte(data), &c); err != nil {
 		t.Fatalf("cmds/last/wait %q: %v", data, err)
 	}
-	if c.N != 2 || c.Output != "x=5\r\n" || c.ExitCode == nil || *c.ExitCode != 4 || c.Status != shelld.Failed {
+	if c.N != 2 || c.Output != "x=5\n" || c.ExitCode == nil || *c.ExitCode != 4 || c.Status != shelld.Failed {
 		t.Errorf("cmds/last/wait: %+v", c)
 	}
 	if last != "2" {
 		t.Errorf("cmds/last -> %q", last)
 	}
-	for file, want := range map[string]string{"input": "echo \"x=$X\"; (exit 4)\n", "output": "x=5\r\n", "exit": "4\n"} {
+	for file, want := range map[string]string{"input": "echo \"x=$X\"; (exit 4)\n", "output": "x=5\n", "exit": "4\n"} {
 		if got := read(t, walk(t, dir, "cmds", "2", file)); got != want {
 			t.Errorf("cmds/2/%s: %q, want %q", file, got, want)
 		}

@@ -167,7 +167,7 @@ func (s *Session) startWith(path string, args []string, command string, timeout 
 	cmd := exec.Command(path, args...)
 	cmd.Dir = s.workdir
 	cmd.Env = env
-	tty, pts, err := startPty(cmd, s.size[0], s.size[1], *s.cfg.Umask)
+	tty, pts, err := startPty(cmd, ptyOptions{rows: s.size[0], cols: s.size[1], umask: *s.cfg.Umask, plain: !interactive})
 	if err != nil {
 		in.remove()
 		s.state, s.command = Failed, command
@@ -199,10 +199,17 @@ func (s *Session) startWith(path string, args []string, command string, timeout 
 // running.
 const drainGrace = 100 * time.Millisecond
 
+// ptyOptions say how a session's terminal and process start.
+type ptyOptions struct {
+	rows, cols uint16
+	umask      int
+	plain      bool // no output processing: one-shots print plain \n lines
+}
+
 // startPty starts cmd as a session leader on a new terminal of the given
 // size, and returns the terminal's master side (non-blocking, read through
 // the runtime's poller) and the device name of its slave side.
-func startPty(cmd *exec.Cmd, rows, cols uint16, umask int) (*os.File, string, error) {
+func startPty(cmd *exec.Cmd, o ptyOptions) (*os.File, string, error) {
 	master, slave, err := pty.Open()
 	if err != nil {
 		return nil, "", err
@@ -213,13 +220,19 @@ func startPty(cmd *exec.Cmd, rows, cols uint16, umask int) (*os.File, string, er
 	}
 	// Sized on the slave side: creack/pty's ioctls would put the
 	// master into blocking mode.
-	if err := pty.Setsize(slave, &pty.Winsize{Rows: rows, Cols: cols}); err != nil {
+	if err := pty.Setsize(slave, &pty.Winsize{Rows: o.rows, Cols: o.cols}); err != nil {
 		master.Close()
 		return nil, "", err
 	}
+	if o.plain {
+		if err := plainOutput(slave); err != nil {
+			master.Close()
+			return nil, "", err
+		}
+	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-	if err := startWithUmask(cmd, umask); err != nil {
+	if err := startWithUmask(cmd, o.umask); err != nil {
 		master.Close()
 		return nil, "", err
 	}

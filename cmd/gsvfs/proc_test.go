@@ -299,8 +299,10 @@ func TestProcExec(t *testing.T) {
 		for i, tc := range []struct {
 			cmd, status, exit, signal, out string
 		}{
-			{"echo hi", "completed", "0", "", "hi\r\n"},
-			{"echo oops >&2; exit 3", "failed", "3", "", "oops\r\n"},
+			{"echo hi", "completed", "0", "", "hi\n"},
+			{"echo oops >&2; exit 3", "failed", "3", "", "oops\n"},
+			{"seq 3", "completed", "0", "", "1\n2\n3\n"},         // as printed: no \r
+			{"printf 'a\\r\\nb'", "completed", "0", "", "a\r\nb"}, // a \r it printed stays
 			{"kill -TERM $$", "killed", "none", "SIGTERM", ""},
 			{"kill -KILL $$", "killed", "none", "SIGKILL", ""},
 		} {
@@ -349,7 +351,7 @@ func TestProcExec(t *testing.T) {
 		if st.Status != "completed" || st.exit() != "0" || st.OutputBytes < 5_000_000 {
 			t.Errorf("unread session: %+v, want completed 0 with at least 5,000,000 bytes", st)
 		}
-		if tail := string(smReadFile(t, filepath.Join(dir, "tail"))); !strings.HasSuffix(tail, "y\r\ndone\r\n") || len(tail) != 4000 {
+		if tail := string(smReadFile(t, filepath.Join(dir, "tail"))); !strings.HasSuffix(tail, "y\ndone\n") || len(tail) != 4000 {
 			t.Errorf("tail of the unread session: %d bytes ending %q", len(tail), tail[max(0, len(tail)-20):])
 		}
 	})
@@ -383,7 +385,7 @@ func TestProcExec(t *testing.T) {
 		if len(sizes) < 3 {
 			t.Errorf("stdout's size seen while the command ran: %v, want it to grow in steps", sizes)
 		}
-		if want := "line-1\r\nline-2\r\nline-3\r\nline-4\r\nline-5\r\nline-6\r\n"; string(data) != want {
+		if want := "line-1\nline-2\nline-3\nline-4\nline-5\nline-6\n"; string(data) != want {
 			t.Errorf("stdout %q, want %q", data, want)
 		}
 		f, err := os.Open(stdout)
@@ -418,7 +420,7 @@ func TestProcExec(t *testing.T) {
 		wg.Wait()
 		st := procWaitEnd(t, dir)
 		want := procOutput(t, dir)
-		if !strings.HasSuffix(want, "reader-line-40\r\n") || st.Status != "completed" {
+		if !strings.HasSuffix(want, "reader-line-40\n") || st.Status != "completed" {
 			t.Fatalf("session %+v, stdout %q", st, want)
 		}
 		for i := range readers {
@@ -439,14 +441,14 @@ func TestProcExec(t *testing.T) {
 		procMustWrite(t, filepath.Join(dir, "ctl"), "yield 30\nexec sleep 1; echo late; sleep 0.3; echo last\n")
 		var b bytes.Buffer
 		buf := make([]byte, 4096)
-		for reads := 0; !strings.Contains(b.String(), "last\r\n"); reads++ {
+		for reads := 0; !strings.Contains(b.String(), "last\n"); reads++ {
 			n, err := f.Read(buf)
 			if n == 0 || reads > 10 {
 				t.Fatalf("stream read %d: %d bytes (%v) before the output was all there (%q), status %+v", reads, n, err, b.String(), procReadStatus(t, dir))
 			}
 			b.Write(buf[:n])
 		}
-		if b.String() != "late\r\nlast\r\n" {
+		if b.String() != "late\nlast\n" {
 			t.Errorf("stream gave %q", b.String())
 		}
 		n, err := f.Read(buf)
@@ -492,7 +494,7 @@ func TestProcExec(t *testing.T) {
 		procWaitFor(t, dir, "waiting")
 		procMustWrite(t, filepath.Join(dir, "stdin"), "typed\n")
 		st := procWaitEnd(t, dir)
-		if out := procOutput(t, dir); st.Status != "completed" || !strings.Contains(out, "got-typed\r\n") {
+		if out := procOutput(t, dir); st.Status != "completed" || !strings.Contains(out, "got-typed\n") {
 			t.Errorf("after the input: %s, output %q; want completed with got-typed", st.Status, out)
 		}
 	})
@@ -516,7 +518,7 @@ func TestProcExec(t *testing.T) {
 			procMustWrite(t, filepath.Join(dir, "ctl"), "exec pwd -P")
 			st := procWaitEnd(t, dir)
 			want, _ := filepath.EvalSymlinks(tc.want)
-			if got := procOutput(t, dir); got != want+"\r\n" || st.Workdir != tc.want {
+			if got := procOutput(t, dir); got != want+"\n" || st.Workdir != tc.want {
 				t.Errorf("ctl cwd %s: pwd %q, workdir %q; want %s", tc.dir, got, st.Workdir, tc.want)
 			}
 		}
@@ -668,7 +670,7 @@ fs.renameSync(tmp, real);
 					t.Errorf("stdin right after the save: %v, %v; want mode 0200", fi.Mode(), err)
 				}
 				procMustWrite(t, stdin, "echo plain-after\n")
-				for i, want := range []string{"saved-42\r\n", "plain-after\r\n"} {
+				for i, want := range []string{"saved-42\n", "plain-after\n"} {
 					if c := procWaitCommand(t, dir, strconv.Itoa(i+1)); c.Output != want {
 						t.Errorf("cmds/%d after the save: %+v, want output %q", i+1, c, want)
 					}
@@ -683,7 +685,7 @@ fs.renameSync(tmp, real);
 				if vfs.Errno(err) != syscall.EINVAL {
 					t.Errorf("a plain ctl write right after the save: %s (%v), want EINVAL from the real ctl", procErrno(err), err)
 				}
-				if st := procWaitEnd(t, dir); st.Status != "completed" || procOutput(t, dir) != "via-ctl-yes\r\n" {
+				if st := procWaitEnd(t, dir); st.Status != "completed" || procOutput(t, dir) != "via-ctl-yes\n" {
 					t.Errorf("ctl saved: %s, stdout %q; want completed via-ctl-yes", st.Status, procOutput(t, dir))
 				}
 				procCheckListing(t, dir)
@@ -697,7 +699,7 @@ fs.renameSync(tmp, real);
 		t.Parallel()
 		for i, cmd := range []string{"echo first; exit 1", "echo second"} {
 			dir, st := procExec(t, d, "reused", cmd)
-			want := []string{"first\r\n", "second\r\n"}[i]
+			want := []string{"first\n", "second\n"}[i]
 			if got := procOutput(t, dir); got != want || st.Command != cmd {
 				t.Errorf("session %d named reused: stdout %q, command %q; want %q, %q", i+1, got, st.Command, want, cmd)
 			}
@@ -830,7 +832,7 @@ func TestProcConcurrentSessions(t *testing.T) {
 				json.Unmarshal(b, &st)
 			}
 			out, err := os.ReadFile(filepath.Join(dir, "stdout"))
-			if want := fmt.Sprintf("hello-%d\r\n", i); string(out) != want || err != nil || st.exit() != strconv.Itoa(i%7) {
+			if want := fmt.Sprintf("hello-%d\n", i); string(out) != want || err != nil || st.exit() != strconv.Itoa(i%7) {
 				t.Errorf("%s: stdout %q (%v), exit %s; want %q, exit %d", name, out, err, st.exit(), want, i%7)
 			}
 			if err := os.Remove(dir); err != nil {
@@ -855,9 +857,9 @@ func TestProcOutputCap(t *testing.T) {
 	dir, st := procExec(t, d, "cap", "seq 1 20000; echo END")
 	var full strings.Builder
 	for i := 1; i <= 20000; i++ {
-		fmt.Fprintf(&full, "%d\r\n", i)
+		fmt.Fprintf(&full, "%d\n", i)
 	}
-	full.WriteString("END\r\n")
+	full.WriteString("END\n")
 	want := full.String()[full.Len()-10000:]
 	if st.Status != "completed" || !st.Truncated || st.OutputBytes != int64(full.Len()) {
 		t.Errorf("status %+v, want completed, truncated, outputBytes %d", st, full.Len())
@@ -874,7 +876,7 @@ func TestProcOutputCap(t *testing.T) {
 	smMust(t, "open stdout", err)
 	defer f.Close()
 	buf := make([]byte, 100)
-	if n, err := f.ReadAt(buf, int64(full.Len())-12); string(buf[:n]) != "20000\r\nEND\r\n" {
+	if n, err := f.ReadAt(buf, int64(full.Len())-10); string(buf[:n]) != "20000\nEND\n" {
 		t.Errorf("pread at the absolute offset of the last line: %q (%v)", buf[:n], err)
 	}
 	if tail := string(smReadFile(t, filepath.Join(dir, "tail"))); tail != want[len(want)-4000:] {

@@ -38,8 +38,8 @@ func TestPs(t *testing.T) {
 				{"ID": shell, "COMMAND": `bash`, "AGE": `\d+s`, "OUTPUT": `[1-9][0-9.]*K?`},
 				{"ID": "9", "STATUS": "idle", "COMMAND": "-", "AGE": "-", "OUTPUT": "0"},
 				{"ID": "10", "STATUS": "idle", "COMMAND": "-", "AGE": "-", "OUTPUT": "0"},
-				// "done-ok\r\n"
-				{"ID": "job", "STATUS": "completed", "COMMAND": "echo done-ok", "AGE": `\d+s`, "OUTPUT": "9"},
+				// "done-ok\n"
+				{"ID": "job", "STATUS": "completed", "COMMAND": "echo done-ok", "AGE": `\d+s`, "OUTPUT": "8"},
 			}
 			if len(rows) != len(want) {
 				t.Fatalf("gsvfs ps: %d sessions, want %d: %v", len(rows), len(want), rows)
@@ -67,7 +67,7 @@ func TestPs(t *testing.T) {
 			if want := []string{shell, "9", "10", "job"}; !slices.Equal(ids, want) {
 				t.Errorf("gsvfs ps --json: ids %v, want %v", ids, want)
 			}
-			if j := list[3]; j["status"] != "completed" || j["exitCode"] != 0.0 || j["outputBytes"] != 9.0 || j["command"] != "echo done-ok" {
+			if j := list[3]; j["status"] != "completed" || j["exitCode"] != 0.0 || j["outputBytes"] != 8.0 || j["command"] != "echo done-ok" {
 				t.Errorf("gsvfs ps --json: job is %v", j)
 			}
 		})

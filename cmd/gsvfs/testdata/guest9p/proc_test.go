@@ -301,7 +301,7 @@ func testProcInteractive(t *testing.T) {
 	}{
 		{"cd /tmp", "", "completed", 0},
 		{"X=42", "", "completed", 0},
-		{"echo $X $PWD", "42 /tmp\r\n", "completed", 0},
+		{"echo $X $PWD", "42 /tmp\n", "completed", 0},
 		{"false", "", "failed", 1},
 		{"true", "", "completed", 0},
 	}
@@ -347,8 +347,8 @@ func testProcInteractive(t *testing.T) {
 	if r = s.waitRecord(strconv.Itoa(r.N)); r.Status != "completed" || code(r.ExitCode) != "0" {
 		t.Errorf("read x after its input: got status %s, exit %s; want completed, 0", r.Status, code(r.ExitCode))
 	}
-	if r := s.run("echo got=$x"); r.Output != "got=hello\r\n" {
-		t.Errorf("echo got=$x: output %q, want %q", r.Output, "got=hello\r\n")
+	if r := s.run("echo got=$x"); r.Output != "got=hello\n" {
+		t.Errorf("echo got=$x: output %q, want %q", r.Output, "got=hello\n")
 	}
 }
 
@@ -491,8 +491,8 @@ func testProcAtomicSave(t *testing.T) {
 	cases := []struct {
 		target, data, want string
 	}{
-		{"stdin", "echo saved-$((1+1))\n", "saved-2\r\n"},
-		{"ctl", "yield 20s\nexec echo via-ctl\n", "via-ctl\r\n"},
+		{"stdin", "echo saved-$((1+1))\n", "saved-2\n"},
+		{"ctl", "yield 20s\nexec echo via-ctl\n", "via-ctl\n"},
 	}
 	for _, c := range cases {
 		t.Run(c.target, func(t *testing.T) {
@@ -571,7 +571,7 @@ func concurrentSession(proc, name string, i int) error {
 		return fmt.Errorf("%s/wait: got %q (%v), want status completed", name, data, err)
 	}
 	out, err := s.tryRead("stdout")
-	if want := fmt.Sprintf("%d\r\n", i); err != nil || out != want {
+	if want := fmt.Sprintf("%d\n", i); err != nil || out != want {
 		return fmt.Errorf("%s/stdout: got %q, %v; want %q", name, out, err, want)
 	}
 	// The session may be forgotten already: the retention time passed.
@@ -670,7 +670,7 @@ func testProcStream(t *testing.T) {
 	s := newSession(t, "stream")
 	s.ctl("yield 20s", "exec for i in 1 2 3; do echo s$i; sleep 0.2; done")
 	got := s.read("stream")
-	if want := "s1\r\ns2\r\ns3\r\n"; got != want {
+	if want := "s1\ns2\ns3\n"; got != want {
 		t.Errorf("stream: got %q, want %q", got, want)
 	}
 	if st := s.status(); st.Status != "completed" {
