@@ -301,7 +301,7 @@ func TestProcExec(t *testing.T) {
 		}{
 			{"echo hi", "completed", "0", "", "hi\n"},
 			{"echo oops >&2; exit 3", "failed", "3", "", "oops\n"},
-			{"seq 3", "completed", "0", "", "1\n2\n3\n"},         // as printed: no \r
+			{"seq 3", "completed", "0", "", "1\n2\n3\n"},          // as printed: no \r
 			{"printf 'a\\r\\nb'", "completed", "0", "", "a\r\nb"}, // a \r it printed stays
 			{"kill -TERM $$", "killed", "none", "SIGTERM", ""},
 			{"kill -KILL $$", "killed", "none", "SIGKILL", ""},
