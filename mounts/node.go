@@ -254,12 +254,18 @@ func (n *node) Readlink(ctx context.Context) (string, error) {
 	return r.Readlink(ctx)
 }
 
+// StatFS reports the filesystem of the node's backend. The namespace's
+// own directories and synthetic trees have no capacity of their own: they
+// report the stored trees' (the state directory's filesystem), so df of
+// the mount says how much room its files have.
 func (n *node) StatFS(ctx context.Context) (vfs.StatFS, error) {
-	s, ok := n.inner.(vfs.StatFSer)
-	if !ok {
-		return vfs.StatFS{Bsize: 4096, Frsize: 4096, NameLen: 255}, nil
+	if s, ok := n.inner.(vfs.StatFSer); ok {
+		return s.StatFS(ctx)
 	}
-	return s.StatFS(ctx)
+	if s, ok := n.t.storage(); ok {
+		return s.StatFS(ctx)
+	}
+	return vfs.StatFS{Bsize: 4096, Frsize: 4096, NameLen: 255}, nil
 }
 
 // Forget passes an edge's last reference on to the backend.

@@ -17,6 +17,7 @@ package mounts
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -71,6 +72,19 @@ func (t *Table) Mount(p string, root vfs.Node) error {
 // Root returns the root of the composed tree: the attach.
 func (t *Table) Root() vfs.Node {
 	return t.nodeAt("/")
+}
+
+// storage is the first mount, in path order, whose backend knows its
+// capacity: the stored trees, which share the state directory.
+func (t *Table) storage() (vfs.StatFSer, bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	for _, p := range slices.Sorted(maps.Keys(t.mounts)) {
+		if s, ok := t.mounts[p].root.(vfs.StatFSer); ok {
+			return s, true
+		}
+	}
+	return nil, false
 }
 
 // mountAt returns the mount at exactly p.

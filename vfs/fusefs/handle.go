@@ -6,6 +6,8 @@ import (
 	"io"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
@@ -27,6 +29,7 @@ var (
 	_ gofs.FileFsyncer         = (*fileHandle)(nil)
 	_ gofs.FileAllocater       = (*fileHandle)(nil)
 	_ gofs.FilePassthroughFder = (*fileHandle)(nil)
+	_ gofs.FileLseeker         = (*fileHandle)(nil)
 )
 
 // wrapHandle picks how the kernel serves an open file: generated
@@ -149,6 +152,40 @@ func (f *fileHandle) clearSetID(ctx context.Context) syscall.Errno {
 	}
 	_, err := ha.SetAttr(reqCtx(ctx), vfs.SetAttr{Valid: vfs.SetClearSetID})
 	return f.srv.errnoOf("clear set-id bits", err)
+}
+
+// Lseek answers SEEK_DATA and SEEK_HOLE (the kernel handles the other
+// whences itself). A disk-backed file asks its host file, so holes are
+// seen and cp or tar skip them; anything else is all data up to its size.
+// It never answers ENOSYS, which the kernel would remember for the whole
+// mount.
+func (f *fileHandle) Lseek(ctx context.Context, off uint64, whence uint32) (uint64, syscall.Errno) {
+	if hf, ok := f.h.(vfs.HostFile); ok {
+		if fd, ok := hf.HostFd(); ok {
+			at, err := unix.Seek(fd, int64(off), int(whence))
+			if err != nil {
+				return 0, vfs.Errno(err)
+			}
+			return uint64(at), 0
+		}
+	}
+	ha, ok := f.h.(vfs.HandleAttrer)
+	if !ok {
+		return 0, syscall.EINVAL
+	}
+	a, err := ha.Attr(reqCtx(ctx))
+	if err != nil {
+		return 0, f.srv.toErrno("lseek", err)
+	}
+	size := uint64(max(a.Size, 0))
+	switch {
+	case off >= size:
+		return 0, syscall.ENXIO
+	case whence == unix.SEEK_DATA:
+		return off, 0
+	default:
+		return size, 0
+	}
 }
 
 func (f *fileHandle) Release(context.Context) syscall.Errno {

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// A sparse file's holes are seen through the mount (SEEK_DATA and
+// SEEK_HOLE ask the stored file), so cp keeps it sparse instead of
+// reading gigabytes of zeros.
+func TestSparseSeek(t *testing.T) {
+	d := startMount(t)
+	host := filepath.Join(d.Root, "workspaces", "sparse")
+	f, err := os.Create(host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const mib = 1 << 20
+	if err := f.Truncate(64 * mib); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("data"), 32*mib); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	want := seekAll(t, host)
+	if want[0] == 0 {
+		t.Skipf("SKIPPED: the state directory's filesystem does not keep holes (SEEK_DATA of %s is 0)", host)
+	}
+	if got := seekAll(t, d.Path("workspaces/sparse")); got != want {
+		t.Errorf("SEEK_DATA, SEEK_HOLE from 0 through the mount: %v; on the disk %v", got, want)
+	}
+	out, err := exec.Command("cp", "--sparse=auto", d.Path("workspaces/sparse"), d.Path("workspaces/copy")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("cp: %v: %s", err, out)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(d.Root, "workspaces", "copy"), &st); err != nil {
+		t.Fatal(err)
+	}
+	if used := st.Blocks * 512; used > 4*mib {
+		t.Errorf("cp of a 64 MiB file with 4 bytes of data through the mount uses %d bytes: the holes were filled", used)
+	}
+}
+
+// seekAll is where data and the hole after it start in the file p.
+func seekAll(t *testing.T, p string) [2]int64 {
+	t.Helper()
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	data, err := unix.Seek(int(f.Fd()), 0, unix.SEEK_DATA)
+	if err != nil {
+		t.Fatalf("SEEK_DATA %s: %v", p, err)
+	}
+	hole, err := unix.Seek(int(f.Fd()), data, unix.SEEK_HOLE)
+	if err != nil {
+		t.Fatalf("SEEK_HOLE %s: %v", p, err)
+	}
+	return [2]int64{data, hole}
+}
+
+// df of the mount reports the state directory's filesystem, at the root,
+// in a stored tree and in a synthetic one.
+func TestStatfsOfMount(t *testing.T) {
+	d := startMount(t)
+	var disk unix.Statfs_t
+	if err := unix.Statfs(d.Root, &disk); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"", "workspaces", "proc"} {
+		var st unix.Statfs_t
+		if err := unix.Statfs(d.Path(p), &st); err != nil {
+			t.Fatalf("statfs %s: %v", d.Path(p), err)
+		}
+		if st.Blocks != disk.Blocks || st.Bsize != disk.Bsize {
+			t.Errorf("statfs of /%s on the mount: %d blocks of %d; the state directory's filesystem has %d of %d",
+				p, st.Blocks, st.Bsize, disk.Blocks, disk.Bsize)
+		}
+	}
+	out, err := exec.Command("df", "--output=size", d.Mnt).Output()
+	if f := strings.Fields(string(out)); err != nil || len(f) != 2 || f[1] == "0" {
+		t.Errorf("df %s: %q, %v; want its size", d.Mnt, out, err)
+	}
+}
