@@ -84,3 +84,79 @@ func asUID(t *testing.T, uid uint32, script, arg string) {
 		t.Fatalf("as uid %d: %s %s: %v\n%s", uid, script, arg, err, out)
 	}
 }
+
+// TestCreateSetIDLikeExt4 creates files with set-ID modes as an ordinary
+// user (open with O_CREAT, mkdir), in a plain shared directory and in a
+// set-group-ID one of another group, through the mount and on native
+// disk, and wants the same modes: the chown that gives a new file to its
+// creator must not clear what the creator's own open keeps.
+func TestCreateSetIDLikeExt4(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED: needs root to act as another user")
+	}
+	if _, err := exec.LookPath("perl"); err != nil {
+		t.Skipf("SKIPPED: perl makes the files with open(2)'s own mode: %v", err)
+	}
+	native, err := os.MkdirTemp("", "gsvfs-setid-create-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(native) })
+	os.Chmod(native, 0o755)
+	want := createSetIDModes(t, native)
+
+	base, err := os.MkdirTemp("", "gsvfs-setid-create-mnt-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	os.Chmod(base, 0o755)
+	d := mountAt(t, filepath.Join(base, "state"), filepath.Join(base, "mnt"))
+	t.Cleanup(func() { d.stop(t) })
+	got := createSetIDModes(t, d.Path("workspaces"))
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("%s: mode %#o on the mount, %#o on ext4", name, got[name], w)
+		}
+	}
+}
+
+// createSetIDModes makes set-ID files and directories as uid 1000 in a
+// plain directory and in a set-group-ID directory of group 0, under dir,
+// and returns their modes.
+func createSetIDModes(t *testing.T, dir string) map[string]uint32 {
+	t.Helper()
+	modes := map[string]uint32{}
+	for sub, perm := range map[string]uint32{"plain": 0o1777, "sgid": 0o2777} {
+		d := filepath.Join(dir, sub)
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		chmodRaw(t, d, perm) // os.Chmod would not set the raw bits
+		for _, mode := range []uint32{0o4755, 0o2755, 0o6755, 0o2745, 0o755} {
+			name := fmt.Sprintf("%s/file-%o", sub, mode)
+			asUID(t, 1000, fmt.Sprintf(`umask 022; perl -MFcntl -e 'sysopen(F, $ARGV[0], O_CREAT|O_WRONLY, %#o) or die "$!"' "$1"`, mode), filepath.Join(dir, name))
+			modes[name] = statMode(t, filepath.Join(dir, name))
+		}
+		name := sub + "/dir"
+		asUID(t, 1000, `umask 022; mkdir -m 2755 "$1"`, filepath.Join(dir, name))
+		modes[name] = statMode(t, filepath.Join(dir, name))
+	}
+	return modes
+}
+
+func chmodRaw(t *testing.T, p string, mode uint32) {
+	t.Helper()
+	if err := syscall.Chmod(p, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func statMode(t *testing.T, p string) uint32 {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Stat(p, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Mode & 0o7777
+}

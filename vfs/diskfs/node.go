@@ -289,7 +289,9 @@ func (n *node) Create(ctx context.Context, name string, flags int, mode uint32) 
 	}
 	var st unix.Statx_t
 	if created {
-		err = n.giveToCaller(ctx, func(uid, gid int) error { return unix.Fchown(fd, uid, gid) })
+		err = n.giveToCaller(ctx, func(uid, gid int, member bool) error {
+			return chownKeepingSetID(fd, uid, gid, mode, member)
+		})
 	}
 	if err == nil {
 		err = fstatx(fd, &st)
@@ -355,9 +357,11 @@ var (
 // giveToCaller makes a file just created by the daemon belong to the
 // caller, as if the caller had made it: the caller's uid, and the caller's
 // gid unless the directory is set-group-ID (then the kernel already gave
-// the directory's group, as ext4 does). It does nothing when the daemon
-// is not root or the caller is the daemon's own identity.
-func (n *node) giveToCaller(ctx context.Context, chown func(uid, gid int) error) error {
+// the directory's group, as ext4 does; gid is -1). member says whether the
+// caller is in the file's group, as far as the request tells (its primary
+// group). It does nothing when the daemon is not root or the caller is the
+// daemon's own identity.
+func (n *node) giveToCaller(ctx context.Context, chown func(uid, gid int, member bool) error) error {
 	c, ok := vfs.CallerFrom(ctx)
 	if !ok || daemonUid != 0 {
 		return nil
@@ -365,18 +369,38 @@ func (n *node) giveToCaller(ctx context.Context, chown func(uid, gid int) error)
 	if c.Uid == daemonUid && c.Gid == daemonGid {
 		return nil
 	}
-	gid := int(c.Gid)
+	gid, member := int(c.Gid), true
 	var st unix.Stat_t
 	if err := unix.Fstat(n.fd.get(), &st); err == nil && st.Mode&unix.S_ISGID != 0 {
-		gid = -1
+		gid, member = -1, st.Gid == c.Gid
 	}
-	return chown(int(c.Uid), gid)
+	return chown(int(c.Uid), gid, member)
+}
+
+// chownKeepingSetID gives a regular file just created with mode to its
+// caller. A chown by root clears the set-ID bits that the caller's own
+// open(O_CREAT, 04755) keeps on ext4, so they are set again: set-user-ID
+// always (the caller owns the file), set-group-ID when the caller is in
+// the file's group (Linux drops it otherwise, in a set-group-ID
+// directory).
+func chownKeepingSetID(fd, uid, gid int, mode uint32, member bool) error {
+	if err := unix.Fchown(fd, uid, gid); err != nil {
+		return err
+	}
+	setID := mode & (unix.S_ISUID | unix.S_ISGID)
+	if !member && mode&unix.S_IXGRP != 0 {
+		setID &^= unix.S_ISGID
+	}
+	if setID == 0 {
+		return nil
+	}
+	return unix.Fchmod(fd, mode&0o777|setID)
 }
 
 // made returns the node of an entry this directory just created, after
 // giving it to the caller.
 func (n *node) made(ctx context.Context, op, name string) (vfs.Node, error) {
-	err := n.giveToCaller(ctx, func(uid, gid int) error {
+	err := n.giveToCaller(ctx, func(uid, gid int, _ bool) error {
 		return unix.Fchownat(n.fd.get(), name, uid, gid, unix.AT_SYMLINK_NOFOLLOW)
 	})
 	var child *node
