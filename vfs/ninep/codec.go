@@ -12,6 +12,10 @@ import (
 // parse exactly: too short, a count running past the end, trailing bytes.
 var errMalformed = errors.New("9p: malformed message")
 
+// errUnknownType is what the decoder reports for a whole frame of a type
+// it does not know.
+var errUnknownType = errors.New("9p: unknown message type")
+
 // encoder appends little-endian 9P fields to a byte slice.
 type encoder struct{ b []byte }
 
@@ -162,7 +166,7 @@ func decodeFrame(frame []byte) (uint16, Message, error) {
 	typ, tag := frame[4], binary.LittleEndian.Uint16(frame[5:])
 	m := newMessage(typ)
 	if m == nil {
-		return tag, nil, errMalformed
+		return tag, nil, errUnknownType
 	}
 	d := decoder{b: frame[headerSize:]}
 	m.decode(&d)

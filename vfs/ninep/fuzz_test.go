@@ -451,10 +451,7 @@ func TestBadFramesCloseOnlyThatConnection(t *testing.T) {
 	}{
 		{"Garbage", true, []byte("GET / HTTP/1.1\r\nHost: localhost\r\n\r\n"), false},
 		{"GarbageBeforeVersion", false, []byte("\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09"), false},
-		{"UnknownType", true, handFrame(0xee, 5, wire32(1)), false},
-		{"TruncatedBody", true, frameWithSize(walk[:len(walk)-3], uint32(len(walk)-3)), false},
 		{"TruncatedStream", true, walk[:len(walk)-3], true},
-		{"TrailingBytes", true, frameWithSize(append(bytes.Clone(walk), 0, 0), uint32(len(walk)+2)), false},
 		{"SizeBelowHeader", true, wire32(6), false},
 		{"Oversized", true, append(wire32(fuzzMsize+1), make([]byte, 64)...), false},
 		{"OversizedHuge", true, wire32(0xffffffff), false},
@@ -481,6 +478,44 @@ func TestBadFramesCloseOnlyThatConnection(t *testing.T) {
 		})
 	}
 	checkFreshConn(t, addr)
+}
+
+// TestBadMessagesAnswered: a whole frame the server cannot take (an
+// unknown type, a walk of 17 names, a body short of its fields or with
+// bytes left over) gets Rlerror for its tag, and the connection goes on.
+func TestBadMessagesAnswered(t *testing.T) {
+	_, addr := serve(t, newDisk(t))
+	a := wireDial(t, addr)
+	defer a.nc.Close()
+	a.version(t, fuzzMsize)
+	a.attach(t, 1)
+	walk := appendFrame(nil, 5, &Twalk{Fid: 1, NewFid: 2, Names: []string{"some", "where"}})
+	long := handFrame(uint8(msgTwalk), 5, wire32(1), wire32(2), wire16(17))
+	for range 17 {
+		long = append(long, append(wire16(1), 'x')...)
+	}
+	long = frameWithSize(long, uint32(len(long)))
+	for _, tc := range []struct {
+		name string
+		bad  []byte
+		want syscall.Errno
+	}{
+		{"UnknownType", handFrame(0xee, 5, wire32(1)), syscall.EOPNOTSUPP},
+		{"WalkOf17Names", long, syscall.EINVAL},
+		{"TruncatedBody", frameWithSize(walk[:len(walk)-3], uint32(len(walk)-3)), syscall.EINVAL},
+		{"TrailingBytes", frameWithSize(append(bytes.Clone(walk), 0, 0), uint32(len(walk)+2)), syscall.EINVAL},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := a.nc.Write(tc.bad); err != nil {
+				t.Fatalf("write: %v", err)
+			}
+			tag, m, err := a.recv()
+			if e, ok := m.(*Rlerror); err != nil || !ok || tag != 5 || syscall.Errno(e.Ecode) != tc.want {
+				t.Fatalf("reply: tag %d, %#v, %v; want Rlerror %v for tag 5", tag, m, err, tc.want)
+			}
+			a.getattr(t, 1) // the same connection goes on
+		})
+	}
 }
 
 // TestTagReuseAfterReply: a client may reuse a tag as soon as it has the

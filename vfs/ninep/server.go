@@ -42,6 +42,7 @@ type Server struct {
 	root  vfs.Node
 	opts  ServerOptions
 	log   *slog.Logger
+	warn  *rateLog // what clients can make happen again and again
 	locks *lockTable
 
 	mu        sync.Mutex
@@ -63,7 +64,7 @@ func NewServer(root vfs.Node, opts ServerOptions) *Server {
 		log = slog.Default()
 	}
 	return &Server{
-		root: root, opts: opts, log: log, locks: newLockTable(),
+		root: root, opts: opts, log: log, warn: newRateLog(log, 10*time.Second), locks: newLockTable(),
 		listeners: map[net.Listener]struct{}{},
 		conns:     map[*conn]struct{}{},
 	}
@@ -91,7 +92,7 @@ func (s *Server) Serve(l net.Listener) error {
 				// Out of descriptors: wait for some to come back rather
 				// than spin or give up on every client.
 				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-				s.log.Warn("9p accept", "err", err, "retry", delay)
+				s.warn.warn("accept", "9p accept failed; retrying", "err", err, "retry", delay)
 				time.Sleep(delay)
 				continue
 			}
@@ -222,7 +223,7 @@ func (c *conn) shutdown() {
 func (c *conn) serve() {
 	defer c.finish()
 	if c.peer.err != nil {
-		c.srv.log.Warn("9p connection refused", "remote", c.nc.RemoteAddr(), "err", c.peer.err)
+		c.srv.warn.warn("unauthorized", "9p connection refused", "remote", c.nc.RemoteAddr(), "err", c.peer.err)
 		return
 	}
 	done := make(chan struct{})
@@ -251,7 +252,7 @@ func (c *conn) readLoop(done chan struct{}) {
 		h := &handoff{start: func() { go c.readLoop(done) }}
 		run, ok := c.admit(tag, m, bp, h)
 		if !ok {
-			c.srv.log.Warn("9p connection dropped: tag reused while in flight", "tag", tag)
+			c.srv.warn.warn("dropped", "9p connection dropped: tag reused while in flight", "tag", tag)
 			close(done)
 			return
 		}
@@ -303,29 +304,60 @@ func mayInline(m Message) bool {
 	return true
 }
 
-// next reads and decodes one frame. It reports false, having logged why,
-// when the connection is over: the peer left, or sent something malformed
-// or out of order.
+// next reads and decodes one frame. A whole frame the server cannot take
+// (an unknown type, a walk of too many names, a body that does not parse)
+// is answered with Rlerror and the connection goes on. It reports false,
+// having logged why, when the connection is over: the peer left, broke
+// the framing itself, or did not begin with Tversion.
 func (c *conn) next() (uint16, Message, *[]byte, bool) {
-	bp, err := c.readFrame(c.versioned)
-	if err != nil {
-		if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && c.ctx.Err() == nil {
-			c.srv.log.Warn("9p connection dropped", "err", err)
+	for {
+		bp, err := c.readFrame(c.versioned)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && c.ctx.Err() == nil {
+				c.srv.warn.warn("dropped", "9p connection dropped", "remote", c.nc.RemoteAddr(), "err", err)
+			}
+			return 0, nil, nil, false
 		}
-		return 0, nil, nil, false
+		tag, m, err := decodeFrame(*bp)
+		typ, size := (*bp)[4], len(*bp)
+		if err != nil {
+			putBuf(bp)
+			if !c.refuse(tag, err) {
+				c.srv.warn.warn("dropped", "9p connection dropped: malformed message", "type", typ, "size", size)
+				return 0, nil, nil, false
+			}
+			c.srv.warn.warn("refused", "9p message refused", "type", typ, "size", size, "err", err)
+			continue
+		}
+		if _, isVersion := m.(*Tversion); !c.versioned && !isVersion {
+			putBuf(bp)
+			c.srv.warn.warn("dropped", "9p connection dropped: first message is not Tversion")
+			return 0, nil, nil, false
+		}
+		return tag, m, bp, true
 	}
-	tag, m, err := decodeFrame(*bp)
-	if err != nil {
-		c.srv.log.Warn("9p connection dropped: malformed message", "type", (*bp)[4], "size", len(*bp))
-		putBuf(bp)
-		return 0, nil, nil, false
+}
+
+// refuse answers a whole frame that could not be decoded with Rlerror:
+// EOPNOTSUPP for a type the server does not know, EINVAL for the rest. It
+// reports false when no answer can be given: before Tversion, or when the
+// tag belongs to a request still running.
+func (c *conn) refuse(tag uint16, err error) bool {
+	if !c.versioned {
+		return false
 	}
-	if _, isVersion := m.(*Tversion); !c.versioned && !isVersion {
-		putBuf(bp)
-		c.srv.log.Warn("9p connection dropped: first message is not Tversion")
-		return 0, nil, nil, false
+	c.mu.Lock()
+	_, busy := c.inflight[tag]
+	c.mu.Unlock()
+	if busy {
+		return false
 	}
-	return tag, m, bp, true
+	ecode := syscall.EINVAL
+	if errors.Is(err, errUnknownType) {
+		ecode = syscall.EOPNOTSUPP
+	}
+	c.reply(tag, &Rlerror{Ecode: uint32(ecode)}, nil)
+	return true
 }
 
 // readFrame reads one frame. Before Tversion only a small frame is
