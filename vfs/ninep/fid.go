@@ -134,6 +134,7 @@ func (c *conn) release(f *fid) {
 	f.mu.Unlock()
 	if h != nil {
 		h.Close()
+		c.dropOpen()
 	}
 	fg, ok := f.node().(vfs.Forgetter)
 	if !ok {

@@ -15,12 +15,18 @@ import (
 // address; the server is closed when the test ends.
 func serve(t testing.TB, root vfs.Node) (*Server, Address) {
 	t.Helper()
+	return serveWith(t, root, ServerOptions{})
+}
+
+// serveWith is serve with the server's options.
+func serveWith(t testing.TB, root vfs.Node, opts ServerOptions) (*Server, Address) {
+	t.Helper()
 	addr := Address{"unix", filepath.Join(t.TempDir(), "9p.sock")}
 	l, err := Listen(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := NewServer(root, ServerOptions{})
+	srv := NewServer(root, opts)
 	go srv.Serve(l)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -53,12 +53,17 @@ func (c *conn) lopen(ctx context.Context, m *Tlopen) (Message, error) {
 			return nil, vfs.Error("open", "", syscall.EOPNOTSUPP)
 		}
 		flags := int(m.Flags) & openFlagMask
-		h, err := f.node().Open(ctx, flags)
-		if err != nil {
+		if err := c.takeOpen(); err != nil {
 			return nil, err
 		}
-		if err := f.setOpen(h, flags); err != nil {
-			h.Close()
+		h, err := f.node().Open(ctx, flags)
+		if err == nil {
+			if err = f.setOpen(h, flags); err != nil {
+				h.Close()
+			}
+		}
+		if err != nil {
+			c.dropOpen()
 			return nil, err
 		}
 		return &Rlopen{QID: attrQID(a), Iounit: c.iounit()}, nil
@@ -87,13 +92,18 @@ func (c *conn) lcreate(ctx context.Context, m *Tlcreate) (Message, error) {
 		}
 		flags := int(m.Flags)&(openFlagMask|os.O_EXCL) | os.O_CREATE
 		dir := f.at.Load()
+		if err := c.takeOpen(); err != nil {
+			return nil, err
+		}
 		n, h, err := dir.node.Create(callerCtx(ctx, f, m.Gid), m.Name, flags, m.Mode&0o7777)
 		if err != nil {
+			c.dropOpen()
 			return nil, err
 		}
 		a, err := n.Attr(ctx)
 		if err != nil {
 			h.Close()
+			c.dropOpen()
 			return nil, err
 		}
 		// The fid now stands on the new file, open: the protocol's
@@ -108,8 +118,9 @@ func (c *conn) lcreate(ctx context.Context, m *Tlcreate) (Message, error) {
 // readReply is an Rread built in place: the handle reads straight into
 // the frame that goes on the wire.
 type readReply struct {
-	bp *[]byte
-	n  int
+	bp   *[]byte
+	n    int
+	free func() // the memory reserved for it
 }
 
 // rreadHeader is size[4] type[1] tag[2] count[4].
@@ -118,7 +129,7 @@ const rreadHeader = headerSize + 4
 func (*readReply) msgType() uint8  { return msgRread }
 func (*readReply) encode(*encoder) { panic("ninep: readReply is written with frame") }
 func (*readReply) decode(*decoder) { panic("ninep: readReply is never decoded") }
-func (r *readReply) release()      { putBuf(r.bp) }
+func (r *readReply) release()      { putBuf(r.bp); r.free() }
 func (r *readReply) data() []byte  { return (*r.bp)[rreadHeader:] }
 func (r *readReply) frame(tag uint16) []byte {
 	b := (*r.bp)[:rreadHeader+r.n]
@@ -145,7 +156,11 @@ func (c *conn) read(ctx context.Context, m *Tread) (Message, error) {
 			return nil, vfs.Error("read", "", syscall.EINVAL)
 		}
 		count := min(m.Count, c.iounit())
-		rr := &readReply{bp: getBuf(rreadHeader + int(count))}
+		free, err := c.reserve(ctx, rreadHeader+int64(count))
+		if err != nil {
+			return nil, err
+		}
+		rr := &readReply{bp: getBuf(rreadHeader + int(count)), free: free}
 		n, err := h.ReadAt(ctx, rr.data(), int64(m.Offset))
 		if err != nil && !errors.Is(err, io.EOF) && n == 0 {
 			rr.release()

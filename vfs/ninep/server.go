@@ -2,6 +2,7 @@ package ninep
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -35,6 +37,16 @@ type ServerOptions struct {
 	MaxMsize uint32
 	// Log receives connection errors and recovered panics (slog.Default if nil).
 	Log *slog.Logger
+	// MaxConns bounds the connections served at once (DefaultMaxConns
+	// if 0); more are closed at once.
+	MaxConns int
+	// MaxOpen bounds the open files of one connection (a quarter of the
+	// descriptor limit if 0); past it an open fails with EMFILE.
+	MaxOpen int64
+	// Memory bounds the bytes of large frames and read replies held for
+	// all connections (DefaultMemory if 0); one connection gets at most
+	// a quarter of it. Requests wait for it rather than fail.
+	Memory int64
 }
 
 // Server exports a vfs tree over 9P2000.L.
@@ -44,6 +56,7 @@ type Server struct {
 	log   *slog.Logger
 	warn  *rateLog // what clients can make happen again and again
 	locks *lockTable
+	mem   memory
 
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
@@ -59,12 +72,16 @@ func NewServer(root vfs.Node, opts ServerOptions) *Server {
 		opts.MaxMsize = DefaultMaxMsize
 	}
 	opts.MaxMsize = max(opts.MaxMsize, minMsize)
+	opts.MaxConns = cmp.Or(opts.MaxConns, DefaultMaxConns)
+	opts.MaxOpen = cmp.Or(opts.MaxOpen, defaultMaxOpen())
+	opts.Memory = max(cmp.Or(opts.Memory, DefaultMemory), 2*int64(opts.MaxMsize))
 	log := opts.Log
 	if log == nil {
 		log = slog.Default()
 	}
 	return &Server{
 		root: root, opts: opts, log: log, warn: newRateLog(log, 10*time.Second), locks: newLockTable(),
+		mem:       newMemory(opts.Memory),
 		listeners: map[net.Listener]struct{}{},
 		conns:     map[*conn]struct{}{},
 	}
@@ -110,6 +127,12 @@ func (s *Server) ServeConn(c net.Conn) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
+		c.Close()
+		return
+	}
+	if len(s.conns) >= s.opts.MaxConns {
+		s.mu.Unlock()
+		s.warn.warn("conn-limit", "9p connection refused: the server serves its limit of connections", "remote", c.RemoteAddr(), "limit", s.opts.MaxConns)
 		c.Close()
 		return
 	}
@@ -185,8 +208,12 @@ type conn struct {
 	msize     uint32     // set by Tversion before any other request runs
 	versioned bool       // a Tversion succeeded; only the current reader uses it
 
+	mem   memory       // this connection's share of the server's
+	opens atomic.Int64 // open files (fids holding a handle)
+
 	mu       sync.Mutex
 	fids     map[uint32]*fid
+	frees    map[*[]byte]func() // memory taken by large frames being handled
 	inflight map[uint16]*request
 	nodeRefs map[vfs.Forgetter]int // fids per forgettable node
 	slots    chan struct{}
@@ -206,6 +233,8 @@ func newConn(s *Server, nc net.Conn) *conn {
 		srv: s, nc: nc, rd: newFrameReader(nc), peer: identify(nc), ctx: ctx, cancel: cancel,
 		msize:    s.opts.MaxMsize,
 		fids:     map[uint32]*fid{},
+		frees:    map[*[]byte]func(){},
+		mem:      newMemory(max(s.opts.Memory/4, 2*int64(s.opts.MaxMsize))),
 		inflight: map[uint16]*request{},
 		nodeRefs: map[vfs.Forgetter]int{},
 		slots:    make(chan struct{}, maxInflight),
@@ -245,7 +274,7 @@ func (c *conn) readLoop(done chan struct{}) {
 		}
 		if tv, isVersion := m.(*Tversion); isVersion {
 			c.version(tag, tv)
-			putBuf(bp)
+			c.putFrame(bp)
 			c.versioned = c.msize != 0
 			continue
 		}
@@ -321,7 +350,7 @@ func (c *conn) next() (uint16, Message, *[]byte, bool) {
 		tag, m, err := decodeFrame(*bp)
 		typ, size := (*bp)[4], len(*bp)
 		if err != nil {
-			putBuf(bp)
+			c.putFrame(bp)
 			if !c.refuse(tag, err) {
 				c.srv.warn.warn("dropped", "9p connection dropped: malformed message", "type", typ, "size", size)
 				return 0, nil, nil, false
@@ -330,7 +359,7 @@ func (c *conn) next() (uint16, Message, *[]byte, bool) {
 			continue
 		}
 		if _, isVersion := m.(*Tversion); !c.versioned && !isVersion {
-			putBuf(bp)
+			c.putFrame(bp)
 			c.srv.warn.warn("dropped", "9p connection dropped: first message is not Tversion")
 			return 0, nil, nil, false
 		}
@@ -367,7 +396,30 @@ func (c *conn) readFrame(versioned bool) (*[]byte, error) {
 	if versioned {
 		limit = c.msize
 	}
-	return readFrame(c.rd, limit)
+	bp, free, err := c.readFrameLimited(limit)
+	if err != nil {
+		return nil, err
+	}
+	if free != nil {
+		c.mu.Lock()
+		c.frees[bp] = free
+		c.mu.Unlock()
+	}
+	return bp, nil
+}
+
+// putFrame returns a frame's buffer, and the memory a large one held.
+func (c *conn) putFrame(bp *[]byte) {
+	if len(*bp) > smallFrame {
+		c.mu.Lock()
+		free := c.frees[bp]
+		delete(c.frees, bp)
+		c.mu.Unlock()
+		if free != nil {
+			free()
+		}
+	}
+	putBuf(bp)
 }
 
 // version negotiates msize and starts a fresh session: every fid of the
@@ -401,7 +453,7 @@ func (c *conn) admit(tag uint16, m Message, bp *[]byte, h *handoff) (func(), boo
 		select {
 		case c.slots <- struct{}{}:
 		case <-c.ctx.Done():
-			putBuf(bp)
+			c.putFrame(bp)
 			return func() {}, true
 		}
 	}
@@ -411,7 +463,7 @@ func (c *conn) admit(tag uint16, m Message, bp *[]byte, h *handoff) (func(), boo
 	if _, busy := c.inflight[tag]; busy {
 		c.mu.Unlock()
 		cancel()
-		putBuf(bp)
+		c.putFrame(bp)
 		if !isFlush {
 			<-c.slots
 		}
@@ -430,7 +482,7 @@ func (c *conn) admit(tag uint16, m Message, bp *[]byte, h *handoff) (func(), boo
 		}
 		defer func() { <-c.slots }()
 		resp := c.handle(ctx, m)
-		putBuf(bp) // m may alias the frame until here
+		c.putFrame(bp) // m may alias the frame until here
 		c.finishRequest(r, resp)
 	}, true
 }
