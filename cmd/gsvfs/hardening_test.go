@@ -91,3 +91,73 @@ func TestStatfsOfMount(t *testing.T) {
 		t.Errorf("df %s: %q, %v; want its size", d.Mnt, out, err)
 	}
 }
+
+// An ordinary user who holds open as many files as the mount lets one
+// user gets EMFILE for the next, alone: root's cat, ls and creates go on,
+// and once the user lets go, the user can open again.
+func TestOpenLimitPerUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED: needs root to act as another user")
+	}
+	base := smSharedTempDir(t)
+	d := mountAt(t, filepath.Join(base, "state"), filepath.Join(base, "mnt"), "--max-open-per-user", "40")
+	t.Cleanup(func() { d.stop(t) })
+	shared := d.Path("workspaces/shared")
+	if err := os.Mkdir(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(shared, 0o777)
+	if err := os.WriteFile(filepath.Join(shared, "f"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Hold up to 60 opens, report how many worked, and keep them until
+	// root has looked (the fifo is not on the mount).
+	fifo := filepath.Join(smSharedTempDir(t), "go")
+	if err := syscall.Mkfifo(fifo, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(fifo, 0o666) // whatever the umask
+	script := `exec perl -e 'my @f; for (1..60) { open(my $h, "<", "f") or last; push @f, $h } $| = 1; print scalar(@f), "\n"; <STDIN>' 0<> ` + fifo
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Dir = shared
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: smOther, Gid: smOther, Groups: []uint32{}}}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 16)
+	n, _ := out.Read(buf)
+	if got := strings.TrimSpace(string(buf[:n])); got != "40" {
+		t.Errorf("opens held by uid %d with a limit of 40: %q %s", smOther, got, &stderr)
+	}
+	// Root is not held back by the user's limit.
+	for i := range 50 {
+		f, err := os.Open(filepath.Join(shared, "f"))
+		if err != nil {
+			t.Fatalf("root's open %d while the user is at the limit: %v", i, err)
+		}
+		defer f.Close()
+	}
+	if _, err := os.ReadDir(shared); err != nil {
+		t.Errorf("root's ls while the user is at the limit: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(shared, "root-made"), nil, 0o644); err != nil {
+		t.Errorf("root's create while the user is at the limit: %v", err)
+	}
+	// Let it go; non-blocking, so a holder that died cannot hang the test.
+	if w, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+		w.Write([]byte("go\n"))
+		w.Close()
+	}
+	cmd.Wait()
+	// The user's opens were given back when it exited.
+	again := smAsOther(t, shared, `perl -e 'my @f; for (1..40) { open(my $h, "<", "f") or die "$!"; push @f, $h } print "ok\n"'`)
+	if strings.TrimSpace(again) != "ok" {
+		t.Errorf("the user's opens after its first process exited: %q", again)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -28,6 +29,7 @@ type mountFlags struct {
 	server        string
 	foreground    bool
 	noPassthrough bool
+	maxOpenUser   int64
 	debugFuse     bool
 	cpuProfile    string
 	logLevel      string
@@ -66,6 +68,7 @@ over its 9P socket; --server mounts the tree of any gsvfs 9P server.`,
 	cmd.Flags().StringVar(&f.server, "server", "", "mount the tree of the 9P server at unix:PATH or tcp:HOST:PORT")
 	cmd.Flags().BoolVar(&f.foreground, "foreground", false, "stay attached and log to stderr")
 	cmd.Flags().BoolVar(&f.noPassthrough, "no-passthrough", false, "move file data through the daemon even where the kernel offers passthrough")
+	cmd.Flags().Int64Var(&f.maxOpenUser, "max-open-per-user", 0, "files and directories one user other than root may hold open (default a quarter of the descriptor limit)")
 	cmd.Flags().BoolVar(&f.debugFuse, "debug-fuse", false, "log every FUSE request")
 	cmd.Flags().MarkHidden("debug-fuse")
 	cmd.Flags().StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the daemon to this file until it exits")
@@ -112,10 +115,11 @@ func serveMount(stdout io.Writer, f mountFlags, mountpoint string) (err error) {
 	defer src.close()
 	becomeDaemon()
 	m, err := fusefs.New(mountpoint, src.tree, fusefs.Options{
-		AllowOther:    os.Geteuid() == 0,
-		NoPassthrough: f.noPassthrough,
-		Debug:         f.debugFuse,
-		Log:           slog.Default(),
+		AllowOther:     os.Geteuid() == 0,
+		NoPassthrough:  f.noPassthrough,
+		MaxOpenPerUser: f.maxOpenUser,
+		Debug:          f.debugFuse,
+		Log:            slog.Default(),
 	})
 	if err != nil {
 		return err
@@ -247,6 +251,9 @@ func daemonArgs(f mountFlags, root, mountpoint string) []string {
 	}
 	if f.noPassthrough {
 		args = append(args, "--no-passthrough")
+	}
+	if f.maxOpenUser != 0 {
+		args = append(args, "--max-open-per-user", strconv.FormatInt(f.maxOpenUser, 10))
 	}
 	if f.debugFuse {
 		args = append(args, "--debug-fuse")

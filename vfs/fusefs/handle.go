@@ -20,6 +20,13 @@ type fileHandle struct {
 	srv      *server
 	volatile bool
 	opener   int // for a vfs.Flusher: the process that opened it
+	user     openUser
+}
+
+// openUser is the user an open is counted for (userOpens), if any.
+type openUser struct {
+	uid     uint32
+	counted bool
 }
 
 var (
@@ -37,11 +44,11 @@ var (
 // disk-backed content through kernel passthrough when the backend has a
 // host descriptor (go-fuse registers it if the kernel allows), otherwise
 // through the daemon with the page cache.
-func (s *server) wrapHandle(ctx context.Context, h vfs.Handle, volatile bool) (gofs.FileHandle, uint32, syscall.Errno) {
+func (s *server) wrapHandle(ctx context.Context, h vfs.Handle, volatile bool, user openUser) (gofs.FileHandle, uint32, syscall.Errno) {
 	if dr, ok := h.(vfs.DirReader); ok {
-		return &dirStream{h: h, dr: dr, srv: s}, 0, 0
+		return &dirStream{h: h, dr: dr, srv: s, user: user}, 0, 0
 	}
-	fh := &fileHandle{h: h, srv: s, volatile: volatile}
+	fh := &fileHandle{h: h, srv: s, volatile: volatile, user: user}
 	var flags uint32
 	if volatile {
 		flags |= fuse.FOPEN_DIRECT_IO
@@ -189,7 +196,22 @@ func (f *fileHandle) Lseek(ctx context.Context, off uint64, whence uint32) (uint
 }
 
 func (f *fileHandle) Release(context.Context) syscall.Errno {
+	f.srv.release(f.user)
 	return f.srv.errnoOf("close", f.h.Close())
+}
+
+// takeOpen counts an open for the caller before it is made (open, create,
+// opendir), failing with EMFILE for a user at the limit.
+func (s *server) takeOpen(ctx context.Context) (openUser, syscall.Errno) {
+	uid, counted, errno := s.opens.take(ctx)
+	return openUser{uid, counted}, errno
+}
+
+// release gives back an open counted for its user.
+func (s *server) release(u openUser) {
+	if u.counted {
+		s.opens.drop(u.uid)
+	}
 }
 
 func (f *fileHandle) Fsync(ctx context.Context, _ uint32) syscall.Errno {
@@ -214,11 +236,12 @@ func (f *fileHandle) Allocate(ctx context.Context, off, size uint64, mode uint32
 // to a backend offset, and seeking (telldir/seekdir, small getdents
 // buffers) resumes exactly.
 type dirStream struct {
-	h   vfs.Handle
-	dr  vfs.DirReader
-	srv *server
-	pos uint64 // the kernel offset of the next entry
-	buf []vfs.DirEntry
+	h    vfs.Handle
+	dr   vfs.DirReader
+	srv  *server
+	pos  uint64 // the kernel offset of the next entry
+	buf  []vfs.DirEntry
+	user openUser
 }
 
 var (
@@ -254,6 +277,7 @@ func (d *dirStream) Seekdir(_ context.Context, off uint64) syscall.Errno {
 }
 
 func (d *dirStream) Releasedir(context.Context, uint32) {
+	d.srv.release(d.user)
 	if err := d.h.Close(); err != nil {
 		d.srv.toErrno("closedir", err)
 	}

@@ -203,42 +203,62 @@ func toSetAttr(in *fuse.SetAttrIn) vfs.SetAttr {
 
 func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	ctx = reqCtx(ctx)
+	user, errno := n.srv.takeOpen(ctx)
+	if errno != 0 {
+		return nil, 0, errno
+	}
 	h, err := n.vn.Open(ctx, int(flags))
 	if err != nil {
+		n.srv.release(user)
 		return nil, 0, n.srv.toErrno("open", err)
 	}
-	fh, fuseFlags, errno := n.srv.wrapHandle(ctx, h, n.volatile)
+	fh, fuseFlags, errno := n.srv.wrapHandle(ctx, h, n.volatile, user)
 	if errno == 0 && (flags&syscall.O_TRUNC != 0 || flags&syscall.O_ACCMODE != syscall.O_RDONLY) {
-		errno = fh.(*fileHandle).clearSetID(ctx)
+		if errno = fh.(*fileHandle).clearSetID(ctx); errno != 0 {
+			fh.(*fileHandle).Release(ctx) // the kernel gets no handle to release
+			return nil, 0, errno
+		}
 	}
 	return fh, fuseFlags, errno
 }
 
 func (n *node) OpendirHandle(ctx context.Context, _ uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	ctx = reqCtx(ctx)
+	user, errno := n.srv.takeOpen(ctx)
+	if errno != 0 {
+		return nil, 0, errno
+	}
 	h, err := n.vn.Open(ctx, syscall.O_RDONLY|syscall.O_DIRECTORY)
 	if err != nil {
+		n.srv.release(user)
 		return nil, 0, n.srv.toErrno("opendir", err)
 	}
 	if _, ok := h.(vfs.DirReader); !ok {
 		h.Close()
+		n.srv.release(user)
 		return nil, 0, syscall.ENOTDIR
 	}
-	return n.srv.wrapHandle(ctx, h, false)
+	return n.srv.wrapHandle(ctx, h, false, user)
 }
 
 func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
 	ctx = reqCtx(ctx)
+	user, errno := n.srv.takeOpen(ctx)
+	if errno != 0 {
+		return nil, nil, 0, errno
+	}
 	child, h, err := n.vn.Create(ctx, name, int(flags), mode)
 	if err != nil {
+		n.srv.release(user)
 		return nil, nil, 0, n.srv.toErrno("create", err)
 	}
 	inode, errno := n.adopt(ctx, child, out)
 	if errno != 0 {
 		h.Close()
+		n.srv.release(user)
 		return nil, nil, 0, errno
 	}
-	fh, fuseFlags, errno := n.srv.wrapHandle(ctx, h, inode.Operations().(*node).volatile)
+	fh, fuseFlags, errno := n.srv.wrapHandle(ctx, h, inode.Operations().(*node).volatile, user)
 	return inode, fh, fuseFlags, errno
 }
 

@@ -41,12 +41,17 @@ type Options struct {
 	Debug bool
 	// Log receives errors and, with Debug, the request trace.
 	Log *slog.Logger
+	// MaxOpenPerUser bounds the files and directories one ordinary user
+	// holds open through the mount (vfs.OpenLimit if 0); root and the
+	// daemon's own user are not bounded.
+	MaxOpenPerUser int64
 }
 
 // server is the state shared by every node of one mount.
 type server struct {
-	opts Options
-	log  *slog.Logger
+	opts  Options
+	log   *slog.Logger
+	opens *userOpens
 }
 
 // Mount is a live FUSE mount of a vfs tree.
@@ -63,7 +68,11 @@ func New(dir string, root vfs.Node, opts Options) (*Mount, error) {
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
-	srv := &server{opts: opts, log: opts.Log}
+	if opts.MaxOpenPerUser == 0 {
+		opts.MaxOpenPerUser = vfs.OpenLimit()
+	}
+	srv := &server{opts: opts, log: opts.Log,
+		opens: newUserOpens(opts.MaxOpenPerUser, vfs.NewRateLog(opts.Log, 10*time.Second))}
 	a, err := root.Attr(context.Background())
 	if err != nil {
 		return nil, fmt.Errorf("stat the tree's root: %w", err)

@@ -37,17 +37,6 @@ const (
 // tests need not wait for it.
 var frameTime = 10 * time.Second
 
-// defaultMaxOpen is the open files one connection may hold: a quarter of
-// the process's descriptor limit, so no one connection (a kernel mount
-// serves all of a machine's users on one) can run the daemon out.
-func defaultMaxOpen() int64 {
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil || lim.Cur == 0 {
-		return 1024
-	}
-	return int64(min(max(lim.Cur/4, 64), 1<<20))
-}
-
 // memory is a budget of bytes, taken before they are held and given back
 // after: one per connection (a share of the server's) and one for the
 // server.
@@ -65,13 +54,13 @@ func newMemory(size int64) memory { return memory{semaphore.NewWeighted(size), s
 func (c *conn) reserve(ctx context.Context, n int64) (func(), error) {
 	n = min(n, c.mem.size, c.srv.mem.size)
 	if !c.mem.sem.TryAcquire(n) {
-		c.srv.warn.warn("memory-conn", "9p connection at its memory limit; waiting for its replies to be read", "remote", c.nc.RemoteAddr(), "limit", c.mem.size)
+		c.srv.warn.Warn("memory-conn", "9p connection at its memory limit; waiting for its replies to be read", "remote", c.nc.RemoteAddr(), "limit", c.mem.size)
 		if err := c.mem.sem.Acquire(ctx, n); err != nil {
 			return nil, vfs.Error("9p", "", syscall.EINTR)
 		}
 	}
 	if !c.srv.mem.sem.TryAcquire(n) {
-		c.srv.warn.warn("memory-server", "9p server at its memory limit; requests wait", "limit", c.srv.mem.size)
+		c.srv.warn.Warn("memory-server", "9p server at its memory limit; requests wait", "limit", c.srv.mem.size)
 		if err := c.srv.mem.sem.Acquire(ctx, n); err != nil {
 			c.mem.sem.Release(n)
 			return nil, vfs.Error("9p", "", syscall.EINTR)
@@ -106,7 +95,7 @@ func (c *conn) readFrameLimited(limit uint32) (*[]byte, func(), error) {
 			free()
 		}
 		if ne, ok := err.(net.Error); ok && ne.Timeout() {
-			c.srv.warn.warn("frame-timeout", "9p connection dropped: a frame stalled half-way", "remote", c.nc.RemoteAddr(), "size", size)
+			c.srv.warn.Warn("frame-timeout", "9p connection dropped: a frame stalled half-way", "remote", c.nc.RemoteAddr(), "size", size)
 			return nil, nil, io.EOF // logged here
 		}
 		return nil, nil, err
@@ -119,7 +108,7 @@ func (c *conn) readFrameLimited(limit uint32) (*[]byte, func(), error) {
 func (c *conn) takeOpen() error {
 	if c.opens.Add(1) > c.srv.opts.MaxOpen {
 		c.opens.Add(-1)
-		c.srv.warn.warn("open-limit", "9p connection at its limit of open files", "remote", c.nc.RemoteAddr(), "limit", c.srv.opts.MaxOpen)
+		c.srv.warn.Warn("open-limit", "9p connection at its limit of open files", "remote", c.nc.RemoteAddr(), "limit", c.srv.opts.MaxOpen)
 		return vfs.Error("open", "", syscall.EMFILE)
 	}
 	return nil

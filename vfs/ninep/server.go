@@ -54,7 +54,7 @@ type Server struct {
 	root  vfs.Node
 	opts  ServerOptions
 	log   *slog.Logger
-	warn  *rateLog // what clients can make happen again and again
+	warn  *vfs.RateLog // what clients can make happen again and again
 	locks *lockTable
 	mem   memory
 
@@ -73,14 +73,14 @@ func NewServer(root vfs.Node, opts ServerOptions) *Server {
 	}
 	opts.MaxMsize = max(opts.MaxMsize, minMsize)
 	opts.MaxConns = cmp.Or(opts.MaxConns, DefaultMaxConns)
-	opts.MaxOpen = cmp.Or(opts.MaxOpen, defaultMaxOpen())
+	opts.MaxOpen = cmp.Or(opts.MaxOpen, vfs.OpenLimit())
 	opts.Memory = max(cmp.Or(opts.Memory, DefaultMemory), 2*int64(opts.MaxMsize))
 	log := opts.Log
 	if log == nil {
 		log = slog.Default()
 	}
 	return &Server{
-		root: root, opts: opts, log: log, warn: newRateLog(log, 10*time.Second), locks: newLockTable(),
+		root: root, opts: opts, log: log, warn: vfs.NewRateLog(log, 10*time.Second), locks: newLockTable(),
 		mem:       newMemory(opts.Memory),
 		listeners: map[net.Listener]struct{}{},
 		conns:     map[*conn]struct{}{},
@@ -109,7 +109,7 @@ func (s *Server) Serve(l net.Listener) error {
 				// Out of descriptors: wait for some to come back rather
 				// than spin or give up on every client.
 				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-				s.warn.warn("accept", "9p accept failed; retrying", "err", err, "retry", delay)
+				s.warn.Warn("accept", "9p accept failed; retrying", "err", err, "retry", delay)
 				time.Sleep(delay)
 				continue
 			}
@@ -132,7 +132,7 @@ func (s *Server) ServeConn(c net.Conn) {
 	}
 	if len(s.conns) >= s.opts.MaxConns {
 		s.mu.Unlock()
-		s.warn.warn("conn-limit", "9p connection refused: the server serves its limit of connections", "remote", c.RemoteAddr(), "limit", s.opts.MaxConns)
+		s.warn.Warn("conn-limit", "9p connection refused: the server serves its limit of connections", "remote", c.RemoteAddr(), "limit", s.opts.MaxConns)
 		c.Close()
 		return
 	}
@@ -252,7 +252,7 @@ func (c *conn) shutdown() {
 func (c *conn) serve() {
 	defer c.finish()
 	if c.peer.err != nil {
-		c.srv.warn.warn("unauthorized", "9p connection refused", "remote", c.nc.RemoteAddr(), "err", c.peer.err)
+		c.srv.warn.Warn("unauthorized", "9p connection refused", "remote", c.nc.RemoteAddr(), "err", c.peer.err)
 		return
 	}
 	done := make(chan struct{})
@@ -281,7 +281,7 @@ func (c *conn) readLoop(done chan struct{}) {
 		h := &handoff{start: func() { go c.readLoop(done) }}
 		run, ok := c.admit(tag, m, bp, h)
 		if !ok {
-			c.srv.warn.warn("dropped", "9p connection dropped: tag reused while in flight", "tag", tag)
+			c.srv.warn.Warn("dropped", "9p connection dropped: tag reused while in flight", "tag", tag)
 			close(done)
 			return
 		}
@@ -343,7 +343,7 @@ func (c *conn) next() (uint16, Message, *[]byte, bool) {
 		bp, err := c.readFrame(c.versioned)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && c.ctx.Err() == nil {
-				c.srv.warn.warn("dropped", "9p connection dropped", "remote", c.nc.RemoteAddr(), "err", err)
+				c.srv.warn.Warn("dropped", "9p connection dropped", "remote", c.nc.RemoteAddr(), "err", err)
 			}
 			return 0, nil, nil, false
 		}
@@ -352,15 +352,15 @@ func (c *conn) next() (uint16, Message, *[]byte, bool) {
 		if err != nil {
 			c.putFrame(bp)
 			if !c.refuse(tag, err) {
-				c.srv.warn.warn("dropped", "9p connection dropped: malformed message", "type", typ, "size", size)
+				c.srv.warn.Warn("dropped", "9p connection dropped: malformed message", "type", typ, "size", size)
 				return 0, nil, nil, false
 			}
-			c.srv.warn.warn("refused", "9p message refused", "type", typ, "size", size, "err", err)
+			c.srv.warn.Warn("refused", "9p message refused", "type", typ, "size", size, "err", err)
 			continue
 		}
 		if _, isVersion := m.(*Tversion); !c.versioned && !isVersion {
 			c.putFrame(bp)
-			c.srv.warn.warn("dropped", "9p connection dropped: first message is not Tversion")
+			c.srv.warn.Warn("dropped", "9p connection dropped: first message is not Tversion")
 			return 0, nil, nil, false
 		}
 		return tag, m, bp, true

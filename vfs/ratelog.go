@@ -1,4 +1,4 @@
-package ninep
+package vfs
 
 import (
 	"log/slog"
@@ -6,11 +6,11 @@ import (
 	"time"
 )
 
-// rateLog writes each kind of warning at most once per interval, with the
+// RateLog writes each kind of warning at most once per interval, with the
 // number of the same kind it held back since: a client that sends one bad
-// frame after another, or a listener out of descriptors, must not flood
-// the log.
-type rateLog struct {
+// frame after another, a user at a limit, or a listener out of
+// descriptors, must not flood the log.
+type RateLog struct {
 	log   *slog.Logger
 	every time.Duration
 
@@ -23,13 +23,14 @@ type rateKind struct {
 	held int
 }
 
-func newRateLog(log *slog.Logger, every time.Duration) *rateLog {
-	return &rateLog{log: log, every: every, kinds: map[string]*rateKind{}}
+// NewRateLog writes to log at most once per kind per every.
+func NewRateLog(log *slog.Logger, every time.Duration) *RateLog {
+	return &RateLog{log: log, every: every, kinds: map[string]*rateKind{}}
 }
 
-// warn logs msg with args unless a warning of kind went out less than an
+// Warn logs msg with args unless a warning of kind went out less than an
 // interval ago.
-func (r *rateLog) warn(kind, msg string, args ...any) {
+func (r *RateLog) Warn(kind, msg string, args ...any) {
 	now := time.Now()
 	r.mu.Lock()
 	k := r.kinds[kind]
