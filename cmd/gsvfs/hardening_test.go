@@ -161,3 +161,38 @@ func TestOpenLimitPerUser(t *testing.T) {
 		t.Errorf("the user's opens after its first process exited: %q", again)
 	}
 }
+
+// A file replaced by a symlink behind the mount's back (ln -s g f.new;
+// mv -T f.new f) is looked up afresh by the next open, as gsvfs(7)
+// promises, instead of failing with ELOOP within the cache time; and
+// back again.
+func TestFileReplacedBySymlink(t *testing.T) {
+	d := startMount(t)
+	host := filepath.Join(d.Root, "workspaces")
+	for name, text := range map[string]string{"f": "file", "g": "target"} {
+		if err := os.WriteFile(filepath.Join(host, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := d.Path("workspaces/f")
+	for i := range 200 {
+		if b, err := os.ReadFile(f); err != nil || string(b) != "file" {
+			t.Fatalf("round %d, f a file: %q, %v", i, b, err)
+		}
+		if err := os.Symlink("g", filepath.Join(host, "f.new")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(filepath.Join(host, "f.new"), filepath.Join(host, "f")); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := os.ReadFile(f); err != nil || string(b) != "target" {
+			t.Fatalf("round %d, f replaced by a symlink to g on the disk: %q, %v", i, b, err)
+		}
+		if err := os.WriteFile(filepath.Join(host, "f.new"), []byte("file"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(filepath.Join(host, "f.new"), filepath.Join(host, "f")); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -260,6 +260,12 @@ func (n *node) Open(ctx context.Context, flags int) (vfs.Handle, error) {
 	var fd int
 	err := n.do(func(l loc) (err error) {
 		if fd, err = l.open(flags, 0); err != nil {
+			if err == unix.ELOOP {
+				// The name is a symlink now (another program put one in
+				// the file's place): it is no longer this file's, so the
+				// kernel looks it up afresh.
+				return unix.ESTALE
+			}
 			return err
 		}
 		var st unix.Statx_t
