@@ -260,13 +260,7 @@ func (n *node) Open(ctx context.Context, flags int) (vfs.Handle, error) {
 	var fd int
 	err := n.do(func(l loc) (err error) {
 		if fd, err = l.open(flags, 0); err != nil {
-			if err == unix.ELOOP {
-				// The name is a symlink now (another program put one in
-				// the file's place): it is no longer this file's, so the
-				// kernel looks it up afresh.
-				return unix.ESTALE
-			}
-			return err
+			return n.replacedBySymlink(l, err)
 		}
 		var st unix.Statx_t
 		if err = fstatx(fd, &st); err == nil {
@@ -281,6 +275,21 @@ func (n *node) Open(ctx context.Context, flags int) (vfs.Handle, error) {
 		return nil, vfs.Error("open", "", errno(err))
 	}
 	return n.opened(fd), nil
+}
+
+// replacedBySymlink turns the ELOOP of an open by name into ESTALE when
+// the symlink there is not the node itself: another program put it in
+// the file's place, so the kernel must look the name up afresh rather
+// than fail. The open of a symlink node stays ELOOP.
+func (n *node) replacedBySymlink(l loc, err error) error {
+	if err != unix.ELOOP {
+		return err
+	}
+	var st unix.Statx_t
+	if l.stat(&st) == nil && n.sameFile(&st) != nil {
+		return unix.ESTALE
+	}
+	return err
 }
 
 func (n *node) Create(ctx context.Context, name string, flags int, mode uint32) (vfs.Node, vfs.Handle, error) {
