@@ -445,7 +445,7 @@ func TestTempFiles(t *testing.T) {
 	f, _ := newFS(t, shelld.Config{}, Options{})
 	other := mkdir(t, f, "other")
 	dir := mkdir(t, f, "t")
-	fixed := []string{"cmdline", "cmds", "ctl", "cwd", "env", "status", "stdin", "stdout", "stream", "tail", "wait"}
+	fixed := []string{"cmdline", "cmds", "ctl", "cwd", "env", "screen", "status", "stdin", "stdout", "stream", "tail", "wait"}
 	temp := func(name, data string) vfs.Node {
 		t.Helper()
 		n, h, err := dir.Create(bg, name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)

@@ -1,6 +1,7 @@
 package procfs
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -53,6 +54,7 @@ func newSessionDir(f *FS, s *shelld.Session) *sessionDir {
 		"status":  f.snapshot(func() []byte { return jsonLine(s.Status()) }),
 		"wait":    f.blocking(d.wait),
 		"tail":    f.snapshot(func() []byte { return tail(log) }),
+		"screen":  f.snapshot(func() []byte { return screenText(s.Screen()) }),
 		"cmdline": f.snapshot(func() []byte { return lineOf(s.CommandLine()) }),
 		"env":     f.snapshot(func() []byte { return lines(s.Environ()) }),
 		"cwd":     f.link(s.Cwd),
@@ -135,6 +137,23 @@ func (d *sessionDir) send(ctx context.Context, p []byte) (int, error) {
 		return 0, errorf(syscall.EAGAIN, fmt.Sprintf("stdin: the terminal took none of %d bytes in the yield time: its input buffer is full, the program in front is not reading it", len(p)))
 	}
 	return n, err
+}
+
+// screenText is the screen file: a first line with the terminal's size
+// and the cursor (1-based row and column, "hidden" when a program hid
+// it), then each row of the terminal, trailing blanks trimmed.
+func screenText(sc shelld.Screen) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "size %dx%d cursor %d,%d", sc.Rows, sc.Cols, sc.CursorRow, sc.CursorCol)
+	if sc.CursorHidden {
+		b.WriteString(" hidden")
+	}
+	b.WriteByte('\n')
+	for _, line := range sc.Lines {
+		b.WriteString(line)
+		b.WriteByte('\n')
+	}
+	return b.Bytes()
 }
 
 func tail(log *shelld.Log) []byte {

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -94,6 +95,7 @@ type Session struct {
 
 	// rd serializes the reading of the terminal with what follows from
 	// it: the stripping of markers, the Log, the command records.
+	scr   atomic.Pointer[screen] // made on the first look (screen.go)
 	rd    sync.Mutex
 	rbuf  []byte
 	strip *stripper // nil without an integration
@@ -349,6 +351,7 @@ func (s *Session) takeLocked(p []byte) {
 
 func (s *Session) emit(p []byte) {
 	s.out.Write(p)
+	s.feedScreen(p)
 	if s.trk != nil {
 		s.trk.text(p)
 	}
@@ -493,6 +496,7 @@ func (s *Session) scanNeeded() bool {
 // when it is forgotten. Its ids are not used again after that: once the
 // group is empty they may name a stranger.
 func (s *Session) end() {
+	s.closeScreen()
 	s.Kill()
 	leader := s.pid()
 	s.release()
@@ -741,9 +745,11 @@ func (s *Session) Resize(rows, cols uint16) error {
 	switch s.state {
 	case Idle:
 		s.size = [2]uint16{rows, cols}
+		s.resizeScreen(rows, cols)
 		return nil
 	case Running:
 		s.size = [2]uint16{rows, cols}
+		s.resizeScreen(rows, cols)
 		return setWinsize(s.tty, rows, cols)
 	}
 	return s.failLocked(ErrExited)

@@ -415,3 +415,26 @@ func TestSessionUmask(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// The screen is made on the first look from the kept output, then
+// follows what comes, at the terminal's size.
+func TestScreen(t *testing.T) {
+	m := newManager(t, Config{})
+	s := create(t, m)
+	if err := s.Resize(5, 20); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Exec(`printf 'hello\033[3;4Hx'`); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, s)
+	sc := s.Screen()
+	want := Screen{Rows: 5, Cols: 20, CursorRow: 3, CursorCol: 5, Lines: []string{"hello", "", "   x", "", ""}}
+	if fmt.Sprint(sc) != fmt.Sprint(want) {
+		t.Errorf("screen after the replay: %+v, want %+v", sc, want)
+	}
+	s.emit([]byte("\033[1;1Hbye  ")) // as the terminal's next output would come
+	if got := s.Screen().Lines[0]; got != "bye" {
+		t.Errorf("first row after more output: %q, want it overwritten", got)
+	}
+}

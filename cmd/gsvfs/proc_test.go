@@ -797,7 +797,7 @@ func procCheckListing(t *testing.T, dir string) {
 	for _, e := range ents {
 		names = append(names, e.Name())
 	}
-	want := []string{"cmdline", "cmds", "ctl", "cwd", "env", "status", "stdin", "stdout", "stream", "tail", "wait"}
+	want := []string{"cmdline", "cmds", "ctl", "cwd", "env", "screen", "status", "stdin", "stdout", "stream", "tail", "wait"}
 	if !slices.Equal(names, want) {
 		t.Errorf("%s lists %q, want only %q", dir, names, want)
 	}
@@ -1116,4 +1116,68 @@ func TestProcCtlSplitLine(t *testing.T) {
 	if err := f.Close(); procErrno(err) != "EINVAL" {
 		t.Errorf("close finishing the bad line %q: %v, want EINVAL", "bogus", err)
 	}
+}
+
+// /proc/<id>/screen shows what the terminal shows: less, vim and top,
+// each at two sizes (resize in between), as rows of text an agent reads.
+func TestProcScreen(t *testing.T) {
+	t.Parallel()
+	d := procMount(t, nil)
+	host := t.TempDir()
+	var text strings.Builder
+	for i := 1; i <= 200; i++ {
+		fmt.Fprintf(&text, "line-%d\n", i)
+	}
+	pager := filepath.Join(host, "pager.txt")
+	smMust(t, "write", os.WriteFile(pager, []byte(text.String()), 0o644))
+	smMust(t, "write", os.WriteFile(filepath.Join(host, "edit.txt"), []byte("hello from vim\n"), 0o644))
+
+	type check func(rows []string) bool
+	for _, tc := range []struct {
+		name, program, quit string
+		small, large        check
+	}{
+		{"less", "less " + pager, "q",
+			func(r []string) bool { return r[0] == "line-1" && r[18] == "line-19" && !strings.HasPrefix(r[19], "line-") },
+			func(r []string) bool { return r[0] == "line-1" && r[28] == "line-29" }},
+		{"vim", "cd " + host + " && vim --clean edit.txt", "\x1b:q!\r",
+			func(r []string) bool { return r[0] == "hello from vim" && r[1] == "~" && r[18] == "~" },
+			func(r []string) bool { return r[0] == "hello from vim" && r[28] == "~" }},
+		{"top", "top -d 0.5", "q",
+			func(r []string) bool { return strings.HasPrefix(r[0], "top - ") },
+			func(r []string) bool { return strings.HasPrefix(r[0], "top - ") && strings.Contains(strings.Join(r, "\n"), "PID") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if _, err := exec.LookPath(tc.name); err != nil {
+				t.Skipf("SKIPPED: %v (.ci/run installs it)", err)
+			}
+			dir := procNew(t, d, tc.name)
+			procMustWrite(t, filepath.Join(dir, "ctl"), "resize 20 60\n")
+			procMustWrite(t, filepath.Join(dir, "stdin"), tc.program+"\n")
+			procScreenShows(t, dir, 20, 60, tc.small)
+			procMustWrite(t, filepath.Join(dir, "ctl"), "resize 30 100\n")
+			procScreenShows(t, dir, 30, 100, tc.large)
+			procMustWrite(t, filepath.Join(dir, "stdin"), tc.quit)
+		})
+	}
+}
+
+// procScreenShows reads the session's screen until it has rows×cols and
+// want holds for its rows.
+func procScreenShows(t *testing.T, dir string, rows, cols int, want func([]string) bool) {
+	t.Helper()
+	procEventually(t, procBound, fmt.Sprintf("screen of %s at %dx%d", dir, rows, cols), func() (bool, string) {
+		b, err := os.ReadFile(filepath.Join(dir, "screen"))
+		if err != nil {
+			return false, err.Error()
+		}
+		head, body, _ := strings.Cut(string(b), "\n")
+		lines := strings.Split(strings.TrimSuffix(body, "\n"), "\n")
+		ok := strings.HasPrefix(head, fmt.Sprintf("size %dx%d cursor ", rows, cols)) && len(lines) == rows
+		for _, l := range lines {
+			ok = ok && len([]rune(l)) <= cols
+		}
+		return ok && want(lines), string(b)
+	})
 }
