@@ -1138,14 +1138,18 @@ func TestProcScreen(t *testing.T) {
 		small, large        check
 	}{
 		{"less", "less " + pager, "q",
-			func(r []string) bool { return r[0] == "line-1" && r[18] == "line-19" && !strings.HasPrefix(r[19], "line-") },
+			func(r []string) bool {
+				return r[0] == "line-1" && r[18] == "line-19" && !strings.HasPrefix(r[19], "line-")
+			},
 			func(r []string) bool { return r[0] == "line-1" && r[28] == "line-29" }},
 		{"vim", "cd " + host + " && vim --clean edit.txt", "\x1b:q!\r",
 			func(r []string) bool { return r[0] == "hello from vim" && r[1] == "~" && r[18] == "~" },
 			func(r []string) bool { return r[0] == "hello from vim" && r[28] == "~" }},
 		{"top", "top -d 0.5", "q",
 			func(r []string) bool { return strings.HasPrefix(r[0], "top - ") },
-			func(r []string) bool { return strings.HasPrefix(r[0], "top - ") && strings.Contains(strings.Join(r, "\n"), "PID") }},
+			func(r []string) bool {
+				return strings.HasPrefix(r[0], "top - ") && strings.Contains(strings.Join(r, "\n"), "PID")
+			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
