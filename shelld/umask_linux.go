@@ -3,8 +3,7 @@ package shelld
 import (
 	"os/exec"
 	"runtime"
-
-	"golang.org/x/sys/unix"
+	"syscall"
 )
 
 // startWithUmask starts cmd with the given umask without touching the
@@ -17,11 +16,11 @@ func startWithUmask(cmd *exec.Cmd, umask int) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		if err := unix.Unshare(unix.CLONE_FS); err != nil {
+		if err := syscall.Unshare(syscall.CLONE_FS); err != nil {
 			errc <- err
 			return
 		}
-		unix.Umask(umask)
+		syscall.Umask(umask)
 		errc <- cmd.Start()
 	}()
 	return <-errc

@@ -31,11 +31,13 @@ func imports(t *testing.T) map[string][]string {
 func TestDependenciesPointOneWay(t *testing.T) {
 	all := imports(t)
 	onlyImporter := map[string]string{
-		"github.com/hanwen/go-fuse/v2": "vfs/fusefs",
-		"github.com/creack/pty":        "shelld",
-		"github.com/spf13/cobra":       "cmd/gsvfs",
-		"golang.org/x/term":            "cmd/gsvfs", // attach's raw terminal
-		"golang.org/x/sys/unix":        "vfs/diskfs",
+		"github.com/hanwen/go-fuse/v2":  "vfs/fusefs",
+		"github.com/creack/pty":         "shelld",
+		"github.com/spf13/cobra":        "cmd/gsvfs",
+		"golang.org/x/term":             "cmd/gsvfs", // attach's raw terminal
+		"golang.org/x/sys/unix":         "vfs/diskfs",
+		"golang.org/x/sync":             "vfs/ninep",
+		"github.com/charmbracelet/x/vt": "shelld", // /proc/<id>/screen
 	}
 	forbidden := map[string][]string{
 		"vfs/diskfs": {"mounts", "vfs/fusefs", "cmd/gsvfs"},

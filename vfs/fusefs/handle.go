@@ -6,8 +6,6 @@ import (
 	"io"
 	"syscall"
 
-	"golang.org/x/sys/unix"
-
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
@@ -161,6 +159,9 @@ func (f *fileHandle) clearSetID(ctx context.Context) syscall.Errno {
 	return f.srv.errnoOf("clear set-id bits", err)
 }
 
+// seekData is SEEK_DATA as the kernel's FUSE requests number it.
+const seekData = 3
+
 // Lseek answers SEEK_DATA and SEEK_HOLE (the kernel handles the other
 // whences itself). A disk-backed file asks its host file, so holes are
 // seen and cp or tar skip them; anything else is all data up to its size.
@@ -169,7 +170,7 @@ func (f *fileHandle) clearSetID(ctx context.Context) syscall.Errno {
 func (f *fileHandle) Lseek(ctx context.Context, off uint64, whence uint32) (uint64, syscall.Errno) {
 	if hf, ok := f.h.(vfs.HostFile); ok {
 		if fd, ok := hf.HostFd(); ok {
-			at, err := unix.Seek(fd, int64(off), int(whence))
+			at, err := syscall.Seek(fd, int64(off), int(whence))
 			if err != nil {
 				return 0, vfs.Errno(err)
 			}
@@ -188,7 +189,7 @@ func (f *fileHandle) Lseek(ctx context.Context, off uint64, whence uint32) (uint
 	switch {
 	case off >= size:
 		return 0, syscall.ENXIO
-	case whence == unix.SEEK_DATA:
+	case whence == seekData:
 		return off, 0
 	default:
 		return size, 0
