@@ -89,6 +89,7 @@ type tracker struct {
 	follow    *record // read by the shell; the echoes of lines typed ahead may follow
 	followed  *record // the last line whose echo was passed
 	waiting   bool    // the last inspection found the terminal waiting for input
+	steady    bool    // and its reader has been so long enough to be reported (tty.go)
 }
 
 func newTracker(shellPid int, hasC, editor bool, clock func() time.Time) *tracker {
@@ -384,7 +385,7 @@ func (t *tracker) finish(code *int) {
 		}
 		r.phase = ended
 	}
-	t.waiting = false
+	t.waiting, t.steady = false, false
 }
 
 // firstOpen is the oldest record not ended.
@@ -397,8 +398,8 @@ func (t *tracker) firstOpen() *record {
 
 // settle brings the records up to date with an inspection of the
 // terminal made after all output before it was read.
-func (t *tracker) settle(p probe) {
-	t.waiting = p.waiting
+func (t *tracker) settle(p probe, steady bool) {
+	t.waiting, t.steady = p.waiting, steady
 	if !p.waiting || p.fg != t.shellPid {
 		return
 	}
@@ -457,7 +458,7 @@ func (t *tracker) snapshot(r *record) Command {
 			c.OutputStart = t.off
 		}
 		c.Status = Running
-		if t.waiting && r == t.firstOpen() {
+		if t.steady && r == t.firstOpen() {
 			c.Status = Waiting
 		}
 	}

@@ -602,7 +602,7 @@ func TestTrackerEvents(t *testing.T) {
 	if c := tr.snapshot(tr.find(2)); c.AsInput || c.Status != Running {
 		t.Errorf("print(1) before an inspection: %+v", c)
 	}
-	tr.settle(probe{waiting: true, fg: 7}) // the shell reads at its prompt
+	tr.settle(probe{waiting: true, fg: 7}, true) // the shell reads at its prompt
 	tr.add("for i in 1; do")
 	tr.add("echo $i")
 	tr.add("done")

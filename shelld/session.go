@@ -74,8 +74,9 @@ type Session struct {
 
 	mu       sync.Mutex
 	state    string
-	command  string // the command line, as cmdline shows it
-	title    string // what status calls an interactive shell: its name
+	command  string   // the command line, as cmdline shows it
+	title    string   // what status calls an interactive shell: its name
+	sighted  sighting // the reader last seen blocked on the terminal (tty.go)
 	workdir  string
 	env      []string // additions from `env K=V`, applied at start
 	timeout  time.Duration
@@ -837,7 +838,14 @@ func (s *Session) failLocked(err error) error {
 // terminal (an interactive shell at its prompt, or a program waiting for
 // input) is reported as waiting; this looks at the terminal and the
 // processes in front of it now.
-func (s *Session) Status() Status { return s.status(true) }
+func (s *Session) Status() Status {
+	// A reader just seen blocked counts once it has stayed so (steady):
+	// look again when that time is up rather than say running.
+	if _, pending := s.settleSteady(true); pending > 0 {
+		time.Sleep(pending)
+	}
+	return s.status(true)
+}
 
 // status is Status after a deep or shallow look at the terminal
 // (settleWith).

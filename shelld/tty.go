@@ -3,6 +3,7 @@ package shelld
 import (
 	"os"
 	"syscall"
+	"time"
 	"unsafe"
 )
 
@@ -24,20 +25,66 @@ func (s *Session) settle() bool { return s.settleWith(true) }
 // foreground group's leader, not for the group's other members, which
 // takes a scan of /proc: waits look shallow while a command is young.
 func (s *Session) settleWith(deep bool) bool {
+	waiting, _ := s.settleSteady(deep)
+	return waiting
+}
+
+// settleSteady is settleWith that also says how long a reader seen
+// blocked must still stay so before it counts (steady).
+func (s *Session) settleSteady(deep bool) (bool, time.Duration) {
 	s.mu.Lock()
 	tty, pts, state, trk := s.tty, s.pts, s.state, s.trk
 	s.mu.Unlock()
 	if state != Running || tty == nil {
-		return false
+		return false, 0
 	}
 	p := inspect(tty, pts, deep)
 	s.drain()
+	waiting, pending := s.steady(p)
 	if trk != nil {
 		s.rd.Lock()
-		trk.settle(p)
+		trk.settle(p, waiting)
 		s.rd.Unlock()
 	}
-	return p.waiting
+	return waiting, pending
+}
+
+// steadyWait is how long a process must be seen blocked reading the
+// terminal, with no output meanwhile, before the session counts as
+// waiting. A program that is ending is not asking for input, though it
+// may read its terminal once more (vim, after :wq, restores the terminal
+// and waits a moment for its answers): a line written on a "waiting"
+// seen then would be read by it and lost, where it belonged to the
+// shell.
+const steadyWait = 250 * time.Millisecond
+
+// sighting is the last time a reader was seen blocked on the terminal.
+type sighting struct {
+	reader int
+	at     time.Time // real time: the sighting is about processes, not the injected clock
+	outEnd int64
+}
+
+// steady reports whether the reader of p has been seen blocked for
+// steadyWait with no output since, or else how long it has yet to be.
+func (s *Session) steady(p probe) (bool, time.Duration) {
+	_, end, _, _ := s.out.Stat()
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w := &s.sighted
+	if !p.waiting {
+		*w = sighting{}
+		return false, 0
+	}
+	if w.at.IsZero() || w.reader != p.reader || w.outEnd != end {
+		*w = sighting{reader: p.reader, at: now, outEnd: end}
+		return false, steadyWait
+	}
+	if left := steadyWait - now.Sub(w.at); left > 0 {
+		return false, left
+	}
+	return true, 0
 }
 
 func ioctlPtr(f *os.File, req uintptr, arg unsafe.Pointer) error {

@@ -1185,3 +1185,51 @@ func procScreenShows(t *testing.T, dir string, rows, cols int, want func([]strin
 		return ok && want(lines), string(b)
 	})
 }
+
+// A line written on the answer that a program is done never goes to the
+// program while it ends: vim after :wq, less and git's pager after q,
+// python3 -i after exit(), read -p after its answer. `waiting` is said
+// only of a reader that stays blocked, so the next command always reaches
+// the shell, gets its record and runs.
+func TestProcNextCommandAfterProgram(t *testing.T) {
+	t.Parallel()
+	d := procMount(t, nil)
+	host := t.TempDir()
+	repo := filepath.Join(host, "repo")
+	gitSetup := fmt.Sprintf(`git init -q %[1]s && cd %[1]s && for i in 1 2 3; do echo $i > f; git add f; git -c user.name=t -c user.email=t@t commit -qm "commit $i"; done`, repo)
+	if out, err := exec.Command("sh", "-c", gitSetup).CombinedOutput(); err != nil {
+		t.Skipf("SKIPPED: git repository for the pager case: %v\n%s", err, out)
+	}
+	smMust(t, "write", os.WriteFile(filepath.Join(host, "page.txt"), []byte(strings.Repeat("a line of text\n", 200)), 0o644))
+	for _, tc := range []struct {
+		name, need, start, finish string
+	}{
+		{"vim", "vim", "vim --clean " + filepath.Join(host, "x.txt"), "ihello\x1b:wq\r"},
+		{"less", "less", "less " + filepath.Join(host, "page.txt"), "q"},
+		{"git-pager", "git", "LESS=-R GIT_PAGER=less git -C " + repo + " log", "q"},
+		{"python", "python3", "/usr/bin/python3 -i", "exit()\n"},
+		{"read", "bash", "read -p 'name? ' v", "bob\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if _, err := exec.LookPath(tc.need); err != nil {
+				t.Skipf("SKIPPED: %v (.ci/run installs it)", err)
+			}
+			dir := procNew(t, d, tc.name)
+			procMustWrite(t, filepath.Join(dir, "ctl"), "resize 24 80\n")
+			for i := range 3 {
+				c := procRun(t, dir, tc.start)
+				if c.Status != "waiting" {
+					t.Fatalf("round %d: %q is %s, want waiting; output:\n%s", i, tc.start, c.Status, procOutput(t, dir))
+				}
+				procMustWrite(t, filepath.Join(dir, "stdin"), tc.finish)
+				procWaitCommand(t, dir, strconv.Itoa(c.N)) // done: write at once
+				next := fmt.Sprintf("echo next-%d-$((40+%d))", i, i)
+				n := procRun(t, dir, next)
+				if n.Status != "completed" || n.Output != fmt.Sprintf("next-%d-%d\n", i, 40+i) {
+					t.Fatalf("round %d: the line written once %q was done: %+v; output:\n%s", i, tc.start, n, procOutput(t, dir))
+				}
+			}
+		})
+	}
+}
