@@ -196,3 +196,41 @@ func TestFileReplacedBySymlink(t *testing.T) {
 		}
 	}
 }
+
+// POSIX ACLs of stored files hold through the mount as on the disk: a
+// deny entry keeps a user out of a file its mode lets everyone read, and
+// an allow entry lets a user into a file its mode keeps private.
+func TestACLsLikeExt4(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED: needs root to act as another user")
+	}
+	if _, err := exec.LookPath("setfacl"); err != nil {
+		t.Skipf("SKIPPED: setfacl is missing (.ci/run installs acl): %v", err)
+	}
+	d := smSharedMount(t)
+	native := smSharedTempDir(t)
+	mounted := d.Path("workspaces")
+	hostDir := filepath.Join(d.Root, "workspaces")
+	for _, c := range []struct {
+		name string
+		mode os.FileMode
+		acl  string
+	}{
+		{"denied", 0o644, "u:1000:---"},
+		{"allowed", 0o600, "u:1000:r--"},
+	} {
+		for _, dir := range []string{native, hostDir} {
+			p := filepath.Join(dir, c.name)
+			smMust(t, "write", os.WriteFile(p, []byte("secret"), c.mode))
+			smMust(t, "chmod", os.Chmod(p, c.mode))
+			if out, err := exec.Command("setfacl", "-m", c.acl, p).CombinedOutput(); err != nil {
+				t.Skipf("SKIPPED: setfacl on %s: %v: %s (no ACLs on this file system)", dir, err, out)
+			}
+		}
+		want := smAsOther(t, native, "cat "+c.name+" 2>&1 || true")
+		got := smAsOther(t, mounted, "cat "+c.name+" 2>&1 || true")
+		if strings.Contains(want, "secret") != strings.Contains(got, "secret") {
+			t.Errorf("%s (mode %o, %s) read by uid 1000: on the mount %q, on ext4 %q", c.name, c.mode, c.acl, got, want)
+		}
+	}
+}

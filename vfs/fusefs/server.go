@@ -96,6 +96,10 @@ func New(dir string, root vfs.Node, opts Options) (*Mount, error) {
 			// trip per write otherwise: 4 KiB writes ran at 1/8 of disk
 			// speed); the daemon clears set-ID bits itself (clearSetID).
 			ExtraCapabilities: fuse.CAP_ATOMIC_O_TRUNC | fuse.CAP_HANDLE_KILLPRIV_V2,
+			// POSIX ACLs: the kernel enforces the stored files' access
+			// ACLs (read through getxattr) along with their modes, as
+			// on the disk; without it an ACL's deny entry let users in.
+			EnableAcl: true,
 			Debug:             opts.Debug,
 			Logger:            goLog,
 			PanicHandler: func(v any) fuse.Status {
