@@ -100,8 +100,8 @@ func New(dir string, root vfs.Node, opts Options) (*Mount, error) {
 			// ACLs (read through getxattr) along with their modes, as
 			// on the disk; without it an ACL's deny entry let users in.
 			EnableAcl: true,
-			Debug:             opts.Debug,
-			Logger:            goLog,
+			Debug:     opts.Debug,
+			Logger:    goLog,
 			PanicHandler: func(v any) fuse.Status {
 				opts.Log.Error("panic in FUSE request; returning EIO", "panic", v,
 					"stack", string(debug.Stack()))
