@@ -99,9 +99,7 @@ func TestOpenLimitPerUser(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("SKIPPED: needs root to act as another user")
 	}
-	base := smSharedTempDir(t)
-	d := mountAt(t, filepath.Join(base, "state"), filepath.Join(base, "mnt"), "--max-open-per-user", "40")
-	t.Cleanup(func() { d.stop(t) })
+	d := smSharedMount(t, "--max-open-per-user", "40")
 	shared := d.Path("workspaces/shared")
 	if err := os.Mkdir(shared, 0o777); err != nil {
 		t.Fatal(err)

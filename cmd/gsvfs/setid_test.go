@@ -97,23 +97,8 @@ func TestCreateSetIDLikeExt4(t *testing.T) {
 	if _, err := exec.LookPath("perl"); err != nil {
 		t.Skipf("SKIPPED: perl makes the files with open(2)'s own mode: %v", err)
 	}
-	native, err := os.MkdirTemp("", "gsvfs-setid-create-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(native) })
-	os.Chmod(native, 0o755)
-	want := createSetIDModes(t, native)
-
-	base, err := os.MkdirTemp("", "gsvfs-setid-create-mnt-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	os.Chmod(base, 0o755)
-	d := mountAt(t, filepath.Join(base, "state"), filepath.Join(base, "mnt"))
-	t.Cleanup(func() { d.stop(t) })
-	got := createSetIDModes(t, d.Path("workspaces"))
+	want := createSetIDModes(t, smSharedTempDir(t))
+	got := createSetIDModes(t, smSharedMount(t).Path("workspaces"))
 	for name, w := range want {
 		if got[name] != w {
 			t.Errorf("%s: mode %#o on the mount, %#o on ext4", name, got[name], w)
