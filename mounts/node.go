@@ -142,6 +142,20 @@ func (n *node) Create(ctx context.Context, name string, flags int, mode uint32) 
 	return c, c.wrap(h), nil
 }
 
+// CreateTemp makes a file with no name in a backend directory that can.
+func (n *node) CreateTemp(ctx context.Context, flags int, mode uint32) (vfs.Node, vfs.Handle, error) {
+	tc, ok := n.inner.(vfs.TempCreator)
+	if n.virtual() || !ok {
+		return nil, nil, vfs.Error("tmpfile", n.path, syscall.EOPNOTSUPP)
+	}
+	inner, h, err := tc.CreateTemp(ctx, flags, mode)
+	if err != nil {
+		return nil, nil, err
+	}
+	c := n.child("", inner)
+	return c, c.wrap(h), nil
+}
+
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32) (vfs.Node, error) {
 	if err := n.creating("mkdir", name); err != nil {
 		return nil, err

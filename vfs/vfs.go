@@ -137,6 +137,13 @@ type Forgetter interface {
 	Forget()
 }
 
+// TempCreator is a directory that makes files with no name in it, as
+// open(2) with O_TMPFILE does: the file lives while it is open and gets a
+// name only through a later Link.
+type TempCreator interface {
+	CreateTemp(ctx context.Context, flags int, mode uint32) (Node, Handle, error)
+}
+
 // Flusher is a handle with something to finish when a descriptor of it is
 // closed, such as a last ctl line that has no newline. The edges call
 // Flush at every close(2) (FUSE's FLUSH), so it may run more than once and

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -230,5 +231,41 @@ func TestACLsLikeExt4(t *testing.T) {
 		if strings.Contains(want, "secret") != strings.Contains(got, "secret") {
 			t.Errorf("%s (mode %o, %s) read by uid 1000: on the mount %q, on ext4 %q", c.name, c.mode, c.acl, got, want)
 		}
+	}
+}
+
+// open(O_TMPFILE) makes a file with no name on the mount, as on ext4: it
+// takes writes, a later linkat gives it a name on the disk, and one never
+// linked leaves nothing behind.
+func TestTmpfile(t *testing.T) {
+	d := startMount(t)
+	dir := d.Path("workspaces")
+	fd, err := unix.Open(dir, unix.O_TMPFILE|unix.O_RDWR, 0o640)
+	if err != nil {
+		t.Fatalf("open(O_TMPFILE) on the mount: %v", err)
+	}
+	if _, err := unix.Write(fd, []byte("made unnamed")); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), unix.AT_FDCWD, filepath.Join(dir, "named"), unix.AT_SYMLINK_FOLLOW); err != nil {
+		t.Fatalf("linkat of the O_TMPFILE file: %v", err)
+	}
+	unix.Close(fd)
+	host := filepath.Join(d.Root, "workspaces", "named")
+	if b, err := os.ReadFile(host); err != nil || string(b) != "made unnamed" {
+		t.Errorf("the linked file on the disk: %q, %v", b, err)
+	}
+	if st, err := os.Stat(host); err != nil || st.Mode().Perm() != 0o640 {
+		t.Errorf("mode of the linked file: %v, %v; want 0640", st.Mode(), err)
+	}
+	before, _ := os.ReadDir(filepath.Join(d.Root, "workspaces"))
+	fd, err = unix.Open(dir, unix.O_TMPFILE|unix.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unix.Write(fd, []byte("gone"))
+	unix.Close(fd)
+	if after, _ := os.ReadDir(filepath.Join(d.Root, "workspaces")); len(after) != len(before) {
+		t.Errorf("an O_TMPFILE file never linked left %d entries behind", len(after)-len(before))
 	}
 }

@@ -165,6 +165,16 @@ func born(st *unix.Statx_t) uint64 {
 // adopt returns the node for id, making it if none is alive. A directory
 // node takes ownership of fd (closing it if a node already exists); a file
 // node learns the name l.
+// adoptUnnamed is adopt for a file that has no name (O_TMPFILE): the
+// descriptor fd is its only way to the file.
+func (f *FS) adoptUnnamed(id fileID, fd int) *node {
+	n := f.adopt(id, false, fd, link{})
+	f.mu.Lock()
+	n.links = slices.DeleteFunc(n.links, func(l link) bool { return l == link{} })
+	f.mu.Unlock()
+	return n
+}
+
 func (f *FS) adopt(id fileID, isDir bool, fd int, l link) *node {
 	f.mu.Lock()
 	defer f.mu.Unlock()

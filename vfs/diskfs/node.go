@@ -319,6 +319,36 @@ func (n *node) Create(ctx context.Context, name string, flags int, mode uint32) 
 	return child, child.opened(fd), nil
 }
 
+// CreateTemp makes a file with no name in the directory (O_TMPFILE), given
+// to its caller like any created file. The node keeps a descriptor of it
+// (its only way to the file), through which Link gives it a name.
+func (n *node) CreateTemp(ctx context.Context, flags int, mode uint32) (vfs.Node, vfs.Handle, error) {
+	if !n.isDir {
+		return nil, nil, vfs.Error("tmpfile", "", syscall.ENOTDIR)
+	}
+	fd, err := unix.Openat(n.fd.get(), ".", openFlags(flags)|unix.O_TMPFILE|unix.O_CLOEXEC, mode&0o7777)
+	if err != nil {
+		return nil, nil, vfs.Error("tmpfile", "", errno(err))
+	}
+	err = n.giveToCaller(ctx, func(uid, gid int, member bool) error {
+		return chownKeepingSetID(fd, uid, gid, mode, member)
+	})
+	var st unix.Statx_t
+	if err == nil {
+		err = fstatx(fd, &st)
+	}
+	keep := -1
+	if err == nil {
+		keep, err = unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+	}
+	if err != nil {
+		unix.Close(fd)
+		return nil, nil, vfs.Error("tmpfile", "", errno(err))
+	}
+	child := n.fs.adoptUnnamed(idOf(&st), keep)
+	return child, child.opened(fd), nil
+}
+
 // clientFlags are the open(2) flags a client may pass through. The rest
 // either change what is opened (O_PATH, O_TMPFILE, O_DIRECTORY), are the
 // daemon's own business (O_CLOEXEC, O_NOFOLLOW) or would make the daemon's

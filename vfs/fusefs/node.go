@@ -27,6 +27,7 @@ type node struct {
 // lacks come back as ENOTSUP or ENOSYS from the methods below.
 var (
 	_ gofs.NodeLookuper       = (*node)(nil)
+	_ gofs.NodeTmpfiler       = (*node)(nil)
 	_ gofs.NodeGetattrer      = (*node)(nil)
 	_ gofs.NodeSetattrer      = (*node)(nil)
 	_ gofs.NodeOpener         = (*node)(nil)
@@ -252,6 +253,13 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		n.srv.release(user)
 		return nil, nil, 0, n.srv.toErrno("create", err)
 	}
+	return n.openChild(ctx, user, child, h, out)
+}
+
+// openChild hands a file just made and opened (create, tmpfile) to the
+// kernel; if that fails, the handle closes and the user's open is given
+// back.
+func (n *node) openChild(ctx context.Context, user openUser, child vfs.Node, h vfs.Handle, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
 	inode, errno := n.adopt(ctx, child, out)
 	if errno != 0 {
 		h.Close()
@@ -260,6 +268,26 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	}
 	fh, fuseFlags, errno := n.srv.wrapHandle(ctx, h, inode.Operations().(*node).volatile, user)
 	return inode, fh, fuseFlags, errno
+}
+
+// Tmpfile is open(2) with O_TMPFILE: a file with no name in this
+// directory, where the tree can make one.
+func (n *node) Tmpfile(ctx context.Context, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
+	tc, ok := n.vn.(vfs.TempCreator)
+	if !ok {
+		return nil, nil, 0, syscall.EOPNOTSUPP
+	}
+	ctx = reqCtx(ctx)
+	user, errno := n.srv.takeOpen(ctx)
+	if errno != 0 {
+		return nil, nil, 0, errno
+	}
+	child, h, err := tc.CreateTemp(ctx, int(flags), mode)
+	if err != nil {
+		n.srv.release(user)
+		return nil, nil, 0, n.srv.toErrno("tmpfile", err)
+	}
+	return n.openChild(ctx, user, child, h, out)
 }
 
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
