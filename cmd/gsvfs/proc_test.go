@@ -1207,7 +1207,7 @@ func TestProcNextCommandAfterProgram(t *testing.T) {
 		{"vim", "vim", "vim --clean " + filepath.Join(host, "x.txt"), "ihello\x1b:wq\r"},
 		{"less", "less", "less " + filepath.Join(host, "page.txt"), "q"},
 		{"git-pager", "git", "LESS=-R GIT_PAGER=less git -C " + repo + " log", "q"},
-		{"python", "python3", "/usr/bin/python3 -i", "exit()\n"},
+		{"python", "/usr/bin/python3", "/usr/bin/python3 -i", "exit()\n"},
 		{"read", "bash", "read -p 'name? ' v", "bob\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
