@@ -76,9 +76,12 @@ func (c *conn) readFrameLimited(limit uint32) (*[]byte, func(), error) {
 	if _, err := c.rd.Peek(1); err != nil { // idle: no deadline
 		return nil, nil, err
 	}
+	// A frame has begun: its size field must not stall either.
+	c.nc.SetReadDeadline(time.Now().Add(frameTime))
 	hdr, err := c.rd.Peek(4)
 	if err != nil {
-		return nil, nil, err
+		c.nc.SetReadDeadline(time.Time{})
+		return nil, nil, c.stalled(err, 0)
 	}
 	size := binary.LittleEndian.Uint32(hdr)
 	var free func()
@@ -94,13 +97,19 @@ func (c *conn) readFrameLimited(limit uint32) (*[]byte, func(), error) {
 		if free != nil {
 			free()
 		}
-		if ne, ok := err.(net.Error); ok && ne.Timeout() {
-			c.srv.warn.Warn("frame-timeout", "9p connection dropped: a frame stalled half-way", "remote", c.nc.RemoteAddr(), "size", size)
-			return nil, nil, io.EOF // logged here
-		}
-		return nil, nil, err
+		return nil, nil, c.stalled(err, size)
 	}
 	return bp, free, nil
+}
+
+// stalled logs a frame that timed out half-way and ends the connection
+// quietly (io.EOF: already logged); other errors pass as they are.
+func (c *conn) stalled(err error, size uint32) error {
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		c.srv.warn.Warn("frame-timeout", "9p connection dropped: a frame stalled half-way", "remote", c.nc.RemoteAddr(), "size", size)
+		return io.EOF
+	}
+	return err
 }
 
 // takeOpen counts an open file of the connection, failing with EMFILE

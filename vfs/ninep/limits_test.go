@@ -94,5 +94,13 @@ func TestStalledFrameDropped(t *testing.T) {
 	if waited := time.Since(start); waited < frameTime {
 		t.Errorf("connection closed after %v, before the frame's time was up: for another reason", waited)
 	}
+	// Two bytes of a size field, then nothing.
+	b := wireDial(t, addr)
+	defer b.nc.Close()
+	b.version(t, 1<<20)
+	if _, err := b.nc.Write([]byte{0x20, 0x00}); err != nil {
+		t.Fatal(err)
+	}
+	waitPeerClosed(t, b.nc)
 	checkFreshConn(t, addr)
 }
