@@ -76,8 +76,13 @@ func (c *conn) readFrameLimited(limit uint32) (*[]byte, func(), error) {
 	if _, err := c.rd.Peek(1); err != nil { // idle: no deadline
 		return nil, nil, err
 	}
-	// A frame has begun: its size field must not stall either.
-	c.nc.SetReadDeadline(time.Now().Add(frameTime))
+	// A frame has begun: its size field must not stall either. (A frame
+	// already read into the buffer needs no deadline: the common case
+	// of small requests costs no timer.)
+	timed := c.rd.Buffered() < 4
+	if timed {
+		c.nc.SetReadDeadline(time.Now().Add(frameTime))
+	}
 	hdr, err := c.rd.Peek(4)
 	if err != nil {
 		c.nc.SetReadDeadline(time.Time{})
@@ -90,9 +95,14 @@ func (c *conn) readFrameLimited(limit uint32) (*[]byte, func(), error) {
 			return nil, nil, err
 		}
 	}
-	c.nc.SetReadDeadline(time.Now().Add(frameTime + time.Duration(size/frameRate)*time.Second))
+	if c.rd.Buffered() < int(min(size, limit)) {
+		timed = true
+		c.nc.SetReadDeadline(time.Now().Add(frameTime + time.Duration(size/frameRate)*time.Second))
+	}
 	bp, err := readFrame(c.rd, limit)
-	c.nc.SetReadDeadline(time.Time{})
+	if timed {
+		c.nc.SetReadDeadline(time.Time{})
+	}
 	if err != nil {
 		if free != nil {
 			free()
