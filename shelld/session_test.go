@@ -44,7 +44,7 @@ func wait(t *testing.T, s *Session) Status {
 	select {
 	case <-s.Done():
 	case <-time.After(hangBound):
-		t.Fatalf("session %s still running after %v: %+v", s.ID(), hangBound, s.Status())
+		t.Fatalf("session %s still running after %v: %+v\noutput: %q", s.ID(), hangBound, s.Status(), output(s))
 	}
 	return s.Status()
 }
