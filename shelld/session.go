@@ -705,32 +705,8 @@ func (s *Session) Send(ctx context.Context, p []byte) (int, error) {
 // the shell's line editor switches the terminal to raw mode.
 func (s *Session) EOF() error {
 	s.awaitFirstPrompt(firstPromptWait)
-	s.awaitReader(firstPromptWait)
 	_, err := s.Write([]byte{4})
 	return err
-}
-
-// awaitReader waits, at most limit, until a process is blocked reading
-// the terminal. A shell prints its first prompt before its line editor
-// sets the terminal up, and that set-up may drop input already typed: a
-// Control-D written in between was lost (on a loaded machine, often).
-func (s *Session) awaitReader(limit time.Duration) {
-	s.mu.Lock()
-	tty, pts, state := s.tty, s.pts, s.state
-	s.mu.Unlock()
-	if !canInspect || state != Running || tty == nil {
-		return
-	}
-	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
-		if inspect(tty, pts, true).waiting {
-			return
-		}
-		select {
-		case <-s.done:
-			return
-		default:
-		}
-	}
 }
 
 // firstPromptWait bounds how long EOF waits for a shell's first prompt.

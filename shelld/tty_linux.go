@@ -38,9 +38,6 @@ import (
 // vfs/diskfs by vfs/layout_test.go). Elsewhere than on Linux a terminal
 // is never found waiting (tty_other.go).
 
-// canInspect says that inspect can tell a terminal waiting for input.
-const canInspect = true
-
 func inspect(tty *os.File, pts string, deep bool) probe {
 	var p probe
 	fg, err := tcgetpgrp(tty)
