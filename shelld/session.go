@@ -705,8 +705,34 @@ func (s *Session) Send(ctx context.Context, p []byte) (int, error) {
 // the shell's line editor switches the terminal to raw mode.
 func (s *Session) EOF() error {
 	s.awaitFirstPrompt(firstPromptWait)
+	s.awaitLineEditor(firstPromptWait)
 	_, err := s.Write([]byte{4})
 	return err
+}
+
+// awaitLineEditor waits, at most limit, until a shell with a line editor
+// has switched its terminal out of canonical mode. Its first prompt's
+// marker comes before that (bash prints it from PROMPT_COMMAND), and a
+// Control-D the terminal takes in canonical mode becomes an end-of-file
+// mark that the switch turns into a NUL the editor ignores: the eof was
+// lost, on a loaded machine often.
+func (s *Session) awaitLineEditor(limit time.Duration) {
+	s.mu.Lock()
+	t, tty := s.trk, s.tty
+	s.mu.Unlock()
+	if t == nil || !t.editor || tty == nil {
+		return
+	}
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if canon, err := canonical(tty); err != nil || !canon {
+			return
+		}
+		select {
+		case <-s.done:
+			return
+		default:
+		}
+	}
 }
 
 // firstPromptWait bounds how long EOF waits for a shell's first prompt.
