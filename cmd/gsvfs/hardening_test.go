@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -267,5 +268,49 @@ func TestTmpfile(t *testing.T) {
 	unix.Close(fd)
 	if after, _ := os.ReadDir(filepath.Join(d.Root, "workspaces")); len(after) != len(before) {
 		t.Errorf("an O_TMPFILE file never linked left %d entries behind", len(after)-len(before))
+	}
+}
+
+// An ordinary user who makes more directories than the daemon keeps
+// descriptors for (the kernel caching every one of them), and one path
+// thousands deep, leaves the daemon's descriptors bounded by its cache,
+// and root's ls and creates working.
+func TestManyDirectoriesBoundedDescriptors(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED: needs root to act as another user")
+	}
+	d := smSharedMount(t)
+	shared := d.Path("workspaces/shared")
+	if err := os.Mkdir(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(shared, 0o777)
+	const wide, deep = 6000, 3000
+	out := smAsOther(t, shared, fmt.Sprintf(`perl -e '
+		for my $i (1..%d) { mkdir "w$i" or die "mkdir w$i: $!"; }
+		for my $i (1..%d) { stat "w$i/." or die "stat w$i: $!"; }
+		for my $i (1..%d) { mkdir "d" or die "mkdir at depth $i: $!"; chdir "d" or die "chdir at depth $i: $!"; }
+		print "ok\n"'`, wide, wide, deep))
+	if strings.TrimSpace(out) != "ok" {
+		t.Fatalf("the user's directories: %q", out)
+	}
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", d.cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The cache keeps at most 4,096 idle directory descriptors.
+	if len(fds) > 4096+256 {
+		t.Errorf("daemon descriptors with %d directories cached: %d, want at most %d",
+			wide+deep, len(fds), 4096+256)
+	}
+	if _, err := os.ReadDir(shared); err != nil {
+		t.Errorf("root's ls: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(shared, "w17", "root-made"), []byte("x"), 0o644); err != nil {
+		t.Errorf("root's create: %v", err)
+	}
+	deepest := filepath.Join(shared, strings.Repeat("d/", 200))
+	if err := os.WriteFile(filepath.Join(deepest, "f"), []byte("x"), 0o644); err != nil {
+		t.Errorf("create 200 deep: %v", err)
 	}
 }

@@ -290,10 +290,11 @@ func startCPUProfile(path string) (stop func(), err error) {
 	return func() { pprof.StopCPUProfile(); out.Close() }, nil
 }
 
-// raiseFileLimit lets the daemon hold a descriptor for every directory the
-// kernel keeps in its cache: a tree such as node_modules has tens of
-// thousands, more than a common default of 20,000. Root may raise the hard
-// limit to the system's maximum; others get their hard limit.
+// raiseFileLimit leaves room for the files held open through the mount
+// and the directory descriptors diskfs caches (an eighth of the limit, up
+// to 4,096): every user's opens are bounded by a share of it. Root may
+// raise the hard limit to the system's maximum; others get their hard
+// limit.
 func raiseFileLimit() {
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {

@@ -12,8 +12,9 @@
 // a link while doing so. Symlinks are returned to clients as symlinks and
 // are resolved, if at all, in the client's own namespace.
 //
-// Directories are nodes holding an O_PATH descriptor, so they follow renames
-// for free. Regular files, symlinks and special files are nodes that know
+// Directories are nodes holding an O_PATH descriptor while a bounded cache
+// has room for it (see dirCache), and their one name for when it has not.
+// Regular files, symlinks and special files are nodes that know
 // the names they are reachable by (parent directory node plus name): holding
 // a descriptor per file would exhaust the descriptor limit on large trees.
 // Nodes are kept in a table keyed by device and inode number, so one host
@@ -55,6 +56,8 @@ type FS struct {
 
 	mu    sync.Mutex
 	nodes map[fileID]weak.Pointer[node]
+
+	fds *dirCache
 }
 
 // fileID identifies a host file: the key of the node table. The birth
@@ -75,45 +78,21 @@ type node struct {
 	fs    *FS
 	id    fileID
 	isDir bool
-	// fd holds an O_PATH descriptor: always for a directory; for a file
-	// only once its last known name is gone while the node is still in use
-	// (unlinked but open), so stat keeps working. -1 otherwise. Guarded by
-	// fs.mu; closed by the node's cleanup when it is no longer reachable.
+	// fd holds an O_PATH descriptor: for a directory, while the cache
+	// keeps it (reached through hold); for a file only once its last
+	// known name is gone while the node is still in use (unlinked but
+	// open), so stat keeps working, -1 otherwise. Closed by the node's
+	// cleanup when it is no longer reachable.
 	fd *descriptor
 	// links are the names a non-directory is known by, guarded by fs.mu.
 	links []link
+	// parent is a directory's one name, by which its descriptor is opened
+	// again; guarded by fs.fds.mu. Empty for the root and once removed.
+	parent link
 	// opens counts the node's open handles, and forgotten says an edge
 	// dropped its last reference; both guarded by fs.mu.
 	opens     int
 	forgotten bool
-}
-
-// descriptor owns a host fd so that a cleanup can close it without keeping
-// its node reachable.
-type descriptor struct {
-	mu sync.Mutex
-	fd int
-}
-
-func (d *descriptor) get() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.fd
-}
-
-func (d *descriptor) set(fd int) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.fd = fd
-}
-
-func (d *descriptor) close() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.fd >= 0 {
-		unix.Close(d.fd)
-		d.fd = -1
-	}
 }
 
 // New serves the host directory dir. The directory must exist.
@@ -127,8 +106,9 @@ func New(dir string) (*FS, error) {
 		unix.Close(fd)
 		return nil, vfs.Error("stat", dir, errno(err))
 	}
-	f := &FS{nodes: make(map[fileID]weak.Pointer[node])}
+	f := &FS{nodes: make(map[fileID]weak.Pointer[node]), fds: newDirCache()}
 	f.root = f.adopt(idOf(&st), true, fd, link{})
+	f.root.fd.keep()
 	return f, nil
 }
 
@@ -162,9 +142,6 @@ func born(st *unix.Statx_t) uint64 {
 	return uint64(st.Btime.Sec)*1e9 + uint64(st.Btime.Nsec)
 }
 
-// adopt returns the node for id, making it if none is alive. A directory
-// node takes ownership of fd (closing it if a node already exists); a file
-// node learns the name l.
 // adoptUnnamed is adopt for a file that has no name (O_TMPFILE): the
 // descriptor fd is its only way to the file.
 func (f *FS) adoptUnnamed(id fileID, fd int) *node {
@@ -175,14 +152,22 @@ func (f *FS) adoptUnnamed(id fileID, fd int) *node {
 	return n
 }
 
+// adopt returns the node for id, making it if none is alive. A directory
+// node takes ownership of fd (closing it if it has one already) and learns
+// that l is its name; a file node learns the name l.
 func (f *FS) adopt(id fileID, isDir bool, fd int, l link) *node {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if n := f.nodes[id].Value(); n != nil && n.isDir == isDir {
-		if fd >= 0 {
+		n.forgotten = false // an edge refers to it again
+		if isDir {
+			n.fd.offer(fd)
+			if l.dir != nil {
+				n.setParent(l)
+			}
+		} else if fd >= 0 {
 			unix.Close(fd)
 		}
-		n.forgotten = false // an edge refers to it again
 		if !isDir && !slices.Contains(n.links, l) {
 			// A name the node did not know: names it knew may have been
 			// given to other files behind the tree's back (an editor's
@@ -192,8 +177,10 @@ func (f *FS) adopt(id fileID, isDir bool, fd int, l link) *node {
 		}
 		return n
 	}
-	n := &node{fs: f, id: id, isDir: isDir, fd: &descriptor{fd: fd}}
-	if !isDir {
+	n := &node{fs: f, id: id, isDir: isDir, fd: f.fds.newDescriptor(fd, isDir)}
+	if isDir {
+		n.parent = l
+	} else {
 		n.links = []link{l}
 	}
 	wp := weak.Make(n)
@@ -232,7 +219,7 @@ func (n *node) dropMovedLocked() {
 	kept := n.links[:0]
 	for _, l := range n.links {
 		var st unix.Statx_t
-		err := statx(l.dir.fd.get(), l.name, &st)
+		err := l.dir.inDir(func(fd int) error { return statx(fd, l.name, &st) })
 		if err == nil && idOf(&st) == n.id {
 			kept = append(kept, l)
 		}
@@ -323,29 +310,51 @@ func deleteLink(links []link, l link) []link {
 
 // loc says how to reach a node with *at calls: a directory descriptor and
 // a name in it, or the node's own descriptor and "" (directories and
-// unlinked files). It holds the directory node so that the descriptor
-// cannot be closed, and its number reused, while a call uses it: callers
-// end with runtime.KeepAlive(loc).
+// unlinked files). A directory's descriptor is held (see hold) until
+// done, so it cannot be closed, and its number reused, while a call uses
+// it; an unlinked file's pin is kept by FS.names, held by the caller.
 type loc struct {
-	owner *node
+	owner *node // the directory whose descriptor fd is, if held
 	fd    int
 	name  string
 }
 
+// where finds the node's location. Failing to reach the directory of a
+// file's name, it returns that name with the error, so the caller can
+// drop it as stale.
 func (n *node) where() (loc, error) {
-	if fd := n.fd.get(); fd >= 0 {
+	if n.isDir {
+		fd, err := n.hold()
+		if err != nil {
+			return loc{}, err
+		}
 		return loc{owner: n, fd: fd}, nil
 	}
+	if fd := n.fd.get(); fd >= 0 {
+		return loc{fd: fd}, nil
+	}
 	n.fs.mu.Lock()
-	defer n.fs.mu.Unlock()
 	if len(n.links) == 0 {
+		n.fs.mu.Unlock()
 		// Every name the file was known by now reaches another file or
 		// nothing (changed behind the tree's back): the node is stale,
 		// and ESTALE makes the kernel look the name up afresh.
 		return loc{}, syscall.ESTALE
 	}
 	l := n.links[0]
-	return loc{owner: l.dir, fd: l.dir.fd.get(), name: l.name}, nil
+	n.fs.mu.Unlock()
+	fd, err := l.dir.hold()
+	if err != nil {
+		return loc{owner: l.dir, fd: -1, name: l.name}, err
+	}
+	return loc{owner: l.dir, fd: fd, name: l.name}, nil
+}
+
+// done ends the location's hold on its directory's descriptor.
+func (l loc) done() {
+	if l.owner != nil && l.fd >= 0 {
+		l.owner.unhold()
+	}
 }
 
 // self reports whether the location is the node's own descriptor.

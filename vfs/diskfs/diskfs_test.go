@@ -28,13 +28,32 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestConformanceOneDirDescriptor runs the conformance suite with room for
+// one idle directory descriptor, so nearly every call finds its
+// directory's closed and opens it again by name.
+func TestConformanceOneDirDescriptor(t *testing.T) {
+	vfstest.Run(t, func(t *testing.T) vfs.Node {
+		return newFSWith(t, t.TempDir(), 1)
+	})
+}
+
 // ---- helpers ----
 
 func newFS(t *testing.T, dir string) vfs.Node {
 	t.Helper()
+	return newFSWith(t, dir, 0)
+}
+
+// newFSWith serves dir keeping at most dirFds idle directory descriptors
+// (the default if 0).
+func newFSWith(t *testing.T, dir string, dirFds int) vfs.Node {
+	t.Helper()
 	f, err := diskfs.New(dir)
 	if err != nil {
 		t.Fatalf("New(%s): %v", dir, err)
+	}
+	if dirFds > 0 {
+		diskfs.SetDirDescriptors(f, dirFds)
 	}
 	return f.Root()
 }
@@ -889,9 +908,15 @@ func TestOwnership(t *testing.T) {
 // operation names one element relative to a held directory, so depth is
 // no limit.
 func TestDeepTree(t *testing.T) {
+	for _, dirFds := range []int{0, 2} {
+		t.Run(fmt.Sprintf("dirFds=%d", dirFds), func(t *testing.T) { testDeepTree(t, dirFds) })
+	}
+}
+
+func testDeepTree(t *testing.T, dirFds int) {
 	ctx := t.Context()
 	dir := t.TempDir()
-	root := newFS(t, dir)
+	root := newFSWith(t, dir, dirFds)
 	const depth = 40
 	elem := func(i int) string { return fmt.Sprintf("%03d-%s", i, strings.Repeat("d", 196)) }
 	cur := root

@@ -2,7 +2,6 @@ package diskfs
 
 import (
 	"context"
-	"runtime"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -24,31 +23,50 @@ func (n *node) Remove(ctx context.Context, name string, dir bool) error {
 	}
 	n.fs.names.Lock()
 	defer n.fs.names.Unlock()
-	victim, pin := n.prepareUnlink(name)
-	flags := 0
-	if dir {
-		flags = unix.AT_REMOVEDIR
-	}
-	if err := unix.Unlinkat(n.fd.get(), name, flags); err != nil {
-		closePin(pin)
-		return vfs.Error("remove", name, errno(err))
-	}
-	n.fs.unlinked(victim, link{dir: n, name: name}, pin)
-	return nil
+	return n.inDir(func(dirfd int) error {
+		victim, pin := n.prepareUnlink(dirfd, name)
+		flags := 0
+		if dir {
+			flags = unix.AT_REMOVEDIR
+		}
+		if victim != nil && victim.isDir && pin >= 0 {
+			// Unheld only once unlinked has made it a kept descriptor.
+			defer victim.unhold()
+		}
+		if err := unix.Unlinkat(dirfd, name, flags); err != nil {
+			closeFilePin(victim, pin)
+			return vfs.Error("remove", name, errno(err))
+		}
+		n.fs.unlinked(victim, link{dir: n, name: name}, pin)
+		return nil
+	})
 }
 
-// prepareUnlink finds the live file node that name (about to be unlinked
-// or replaced) belongs to, and pins it if name is its last name.
-func (n *node) prepareUnlink(name string) (victim *node, pin int) {
+// prepareUnlink finds the live node that name (about to be unlinked or
+// replaced) in the directory dirfd belongs to, and pins it: a file whose
+// last name this is gets an O_PATH descriptor; a directory's own
+// descriptor is held open (pin is that descriptor then), since it cannot
+// be opened again once it has no name.
+func (n *node) prepareUnlink(dirfd int, name string) (victim *node, pin int) {
 	var st unix.Statx_t
-	if statx(n.fd.get(), name, &st) != nil {
+	if statx(dirfd, name, &st) != nil {
 		return nil, -1
 	}
 	victim = n.fs.lookupLive(idOf(&st))
-	if victim == nil || victim.isDir || st.Nlink > 1 {
+	if victim == nil {
+		return nil, -1
+	}
+	if victim.isDir {
+		fd, err := victim.hold()
+		if err != nil {
+			return victim, -1
+		}
+		return victim, fd
+	}
+	if st.Nlink > 1 {
 		return victim, -1
 	}
-	pin, err := unix.Openat(n.fd.get(), name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	pin, err := unix.Openat(dirfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return victim, -1
 	}
@@ -57,13 +75,23 @@ func (n *node) prepareUnlink(name string) (victim *node, pin int) {
 
 // unlinked records that name l no longer reaches victim.
 func (f *FS) unlinked(victim *node, l link, pin int) {
-	if victim == nil || victim.isDir {
-		closePin(pin)
+	if victim == nil {
+		return
+	}
+	if victim.isDir {
+		victim.setParent(link{}) // its descriptor was held: kept now
 		return
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	victim.dropLinkLocked(l, pin)
+}
+
+// closeFilePin closes the pin prepareUnlink opened for a file.
+func closeFilePin(victim *node, pin int) {
+	if victim != nil && !victim.isDir {
+		closePin(pin)
+	}
 }
 
 func closePin(pin int) {
@@ -94,25 +122,37 @@ func (n *node) RenameFlags(_ context.Context, oldName string, newDir vfs.Node, n
 	}
 	n.fs.names.Lock()
 	defer n.fs.names.Unlock()
-	moved := n.liveChild(oldName)
+	return n.inDir(func(fromfd int) error {
+		return to.inDir(func(tofd int) error {
+			return n.renameIn(fromfd, oldName, to, tofd, newName, flags)
+		})
+	})
+}
+
+// renameIn renames between the held descriptors of n and to, keeping the
+// node table true.
+func (n *node) renameIn(fromfd int, oldName string, to *node, tofd int, newName string, flags uint32) error {
+	moved := n.liveChild(fromfd, oldName)
 	var replaced *node
 	pin := -1
 	switch {
 	case flags&vfs.RenameExchange != 0:
-		replaced = to.liveChild(newName) // not removed: it takes oldName
+		replaced = to.liveChild(tofd, newName) // not removed: it takes oldName
 	case flags&vfs.RenameNoReplace == 0:
-		replaced, pin = to.prepareUnlink(newName)
+		replaced, pin = to.prepareUnlink(tofd, newName)
+	}
+	if replaced != nil && replaced.isDir && pin >= 0 {
+		defer replaced.unhold()
 	}
 	if replaced != nil && replaced == moved {
 		// Renaming a name onto another link of the same file does nothing
 		// (rename(2)): both names stay, so the node's names stay too.
-		closePin(pin)
+		closeFilePin(replaced, pin)
 		replaced, moved = nil, nil
 	}
-	err := unix.Renameat2(n.fd.get(), oldName, to.fd.get(), newName, uint(flags))
-	runtime.KeepAlive(to)
+	err := unix.Renameat2(fromfd, oldName, tofd, newName, uint(flags))
 	if err != nil {
-		closePin(pin)
+		closeFilePin(replaced, pin)
 		return vfs.Error("rename", oldName, errno(err))
 	}
 	from, dest := link{dir: n, name: oldName}, link{dir: to, name: newName}
@@ -128,18 +168,23 @@ func (n *node) RenameFlags(_ context.Context, oldName string, newDir vfs.Node, n
 	return nil
 }
 
-// liveChild returns the live node of the entry name, if any.
-func (n *node) liveChild(name string) *node {
+// liveChild returns the live node of the entry name in the directory's
+// held descriptor dirfd, if any.
+func (n *node) liveChild(dirfd int, name string) *node {
 	var st unix.Statx_t
-	if statx(n.fd.get(), name, &st) != nil {
+	if statx(dirfd, name, &st) != nil {
 		return nil
 	}
 	return n.fs.lookupLive(idOf(&st))
 }
 
-// moved records that file m's name from is now to.
+// moved records that m's name from is now to.
 func (f *FS) moved(m *node, from, to link) {
-	if m == nil || m.isDir {
+	if m == nil {
+		return
+	}
+	if m.isDir {
+		m.setParent(to)
 		return
 	}
 	f.mu.Lock()
@@ -166,7 +211,9 @@ func (n *node) Link(ctx context.Context, target vfs.Node, name string) (vfs.Node
 			// Linking through the descriptor's /proc link links the very
 			// file checked; a file with no names left fails with ENOENT,
 			// as linkat(2) does.
-			return unix.Linkat(unix.AT_FDCWD, fdPath(fd), n.fd.get(), name, unix.AT_SYMLINK_FOLLOW)
+			return n.inDir(func(dirfd int) error {
+				return unix.Linkat(unix.AT_FDCWD, fdPath(fd), dirfd, name, unix.AT_SYMLINK_FOLLOW)
+			})
 		})
 	})
 	if err != nil {

@@ -3,7 +3,6 @@ package diskfs
 import (
 	"context"
 	"os"
-	"runtime"
 	"syscall"
 	"time"
 
@@ -29,11 +28,12 @@ func (n *node) do(fn func(l loc) error) error {
 func (n *node) doLocked(fn func(l loc) error) error {
 	for {
 		l, err := n.where()
-		if err != nil {
+		if err == nil {
+			err = fn(l)
+			l.done()
+		} else if l.name == "" {
 			return err
 		}
-		err = fn(l)
-		runtime.KeepAlive(l.owner)
 		stale := err == syscall.ENOENT || err == syscall.ESTALE
 		if !stale || l.self() || !n.dropStale(l) {
 			return err
@@ -226,14 +226,19 @@ func (n *node) Lookup(ctx context.Context, name string) (vfs.Node, error) {
 func (n *node) child(name string) (*node, error) {
 	n.fs.names.RLock()
 	defer n.fs.names.RUnlock()
+	dirfd, err := n.hold()
+	if err != nil {
+		return nil, err
+	}
+	defer n.unhold()
 	var st unix.Statx_t
-	if err := statx(n.fd.get(), name, &st); err != nil {
+	if err := statx(dirfd, name, &st); err != nil {
 		return nil, err
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return n.fs.adopt(idOf(&st), false, -1, link{dir: n, name: name}), nil
 	}
-	fd, err := unix.Openat(n.fd.get(), name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := unix.Openat(dirfd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +246,7 @@ func (n *node) child(name string) (*node, error) {
 		unix.Close(fd)
 		return nil, err
 	}
-	return n.fs.adopt(idOf(&st), true, fd, link{}), nil
+	return n.fs.adopt(idOf(&st), true, fd, link{dir: n, name: name}), nil
 }
 
 func (n *node) Open(ctx context.Context, flags int) (vfs.Handle, error) {
@@ -250,8 +255,11 @@ func (n *node) Open(ctx context.Context, flags int) (vfs.Handle, error) {
 		if flags&(os.O_WRONLY|os.O_RDWR|os.O_TRUNC) != 0 {
 			return nil, vfs.Error("open", "", syscall.EISDIR)
 		}
-		fd, err := unix.Open(fdPath(n.fd.get()), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		runtime.KeepAlive(n)
+		var fd int
+		err := n.inDir(func(self int) (err error) {
+			fd, err = unix.Open(fdPath(self), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+			return err
+		})
 		if err != nil {
 			return nil, vfs.Error("open", "", errno(err))
 		}
@@ -298,13 +306,18 @@ func (n *node) Create(ctx context.Context, name string, flags int, mode uint32) 
 	}
 	n.fs.names.RLock()
 	defer n.fs.names.RUnlock()
-	fd, created, err := createAt(n.fd.get(), name, openFlags(flags)|flags&unix.O_EXCL, mode&0o7777)
+	dirfd, err := n.hold()
+	if err != nil {
+		return nil, nil, vfs.Error("create", name, errno(err))
+	}
+	defer n.unhold()
+	fd, created, err := createAt(dirfd, name, openFlags(flags)|flags&unix.O_EXCL, mode&0o7777)
 	if err != nil {
 		return nil, nil, vfs.Error("create", name, errno(err))
 	}
 	var st unix.Statx_t
 	if created {
-		err = n.giveToCaller(ctx, func(uid, gid int, member bool) error {
+		err = n.giveToCaller(ctx, dirfd, func(uid, gid int, member bool) error {
 			return chownKeepingSetID(fd, uid, gid, mode, member)
 		})
 	}
@@ -326,11 +339,16 @@ func (n *node) CreateTemp(ctx context.Context, flags int, mode uint32) (vfs.Node
 	if !n.isDir {
 		return nil, nil, vfs.Error("tmpfile", "", syscall.ENOTDIR)
 	}
-	fd, err := unix.Openat(n.fd.get(), ".", openFlags(flags)|unix.O_TMPFILE|unix.O_CLOEXEC, mode&0o7777)
+	dirfd, err := n.hold()
 	if err != nil {
 		return nil, nil, vfs.Error("tmpfile", "", errno(err))
 	}
-	err = n.giveToCaller(ctx, func(uid, gid int, member bool) error {
+	defer n.unhold()
+	fd, err := unix.Openat(dirfd, ".", openFlags(flags)|unix.O_TMPFILE|unix.O_CLOEXEC, mode&0o7777)
+	if err != nil {
+		return nil, nil, vfs.Error("tmpfile", "", errno(err))
+	}
+	err = n.giveToCaller(ctx, dirfd, func(uid, gid int, member bool) error {
 		return chownKeepingSetID(fd, uid, gid, mode, member)
 	})
 	var st unix.Statx_t
@@ -405,8 +423,8 @@ var (
 // the directory's group, as ext4 does; gid is -1). member says whether the
 // caller is in the file's group, as far as the request tells (its primary
 // group). It does nothing when the daemon is not root or the caller is the
-// daemon's own identity.
-func (n *node) giveToCaller(ctx context.Context, chown func(uid, gid int, member bool) error) error {
+// daemon's own identity. dirfd is the directory's held descriptor.
+func (n *node) giveToCaller(ctx context.Context, dirfd int, chown func(uid, gid int, member bool) error) error {
 	c, ok := vfs.CallerFrom(ctx)
 	if !ok || daemonUid != 0 {
 		return nil
@@ -416,7 +434,7 @@ func (n *node) giveToCaller(ctx context.Context, chown func(uid, gid int, member
 	}
 	gid, member := int(c.Gid), true
 	var st unix.Stat_t
-	if err := unix.Fstat(n.fd.get(), &st); err == nil && st.Mode&unix.S_ISGID != 0 {
+	if err := unix.Fstat(dirfd, &st); err == nil && st.Mode&unix.S_ISGID != 0 {
 		gid, member = -1, st.Gid == c.Gid
 	}
 	return chown(int(c.Uid), gid, member)
@@ -442,11 +460,20 @@ func chownKeepingSetID(fd, uid, gid int, mode uint32, member bool) error {
 	return unix.Fchmod(fd, mode&0o777|setID)
 }
 
-// made returns the node of an entry this directory just created, after
-// giving it to the caller.
-func (n *node) made(ctx context.Context, op, name string) (vfs.Node, error) {
-	err := n.giveToCaller(ctx, func(uid, gid int, _ bool) error {
-		return unix.Fchownat(n.fd.get(), name, uid, gid, unix.AT_SYMLINK_NOFOLLOW)
+// make runs mk, which makes the entry name in this directory's held
+// descriptor, and returns the new entry's node after giving it to the
+// caller.
+func (n *node) make(ctx context.Context, op, name string, mk func(dirfd int) error) (vfs.Node, error) {
+	if err := n.dirOp(op, name); err != nil {
+		return nil, err
+	}
+	err := n.inDir(func(dirfd int) error {
+		if err := mk(dirfd); err != nil {
+			return err
+		}
+		return n.giveToCaller(ctx, dirfd, func(uid, gid int, _ bool) error {
+			return unix.Fchownat(dirfd, name, uid, gid, unix.AT_SYMLINK_NOFOLLOW)
+		})
 	})
 	var child *node
 	if err == nil {
@@ -459,33 +486,21 @@ func (n *node) made(ctx context.Context, op, name string) (vfs.Node, error) {
 }
 
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32) (vfs.Node, error) {
-	if err := n.dirOp("mkdir", name); err != nil {
-		return nil, err
-	}
-	if err := unix.Mkdirat(n.fd.get(), name, mode&0o7777); err != nil {
-		return nil, vfs.Error("mkdir", name, errno(err))
-	}
-	return n.made(ctx, "mkdir", name)
+	return n.make(ctx, "mkdir", name, func(dirfd int) error {
+		return unix.Mkdirat(dirfd, name, mode&0o7777)
+	})
 }
 
 func (n *node) Symlink(ctx context.Context, name, target string) (vfs.Node, error) {
-	if err := n.dirOp("symlink", name); err != nil {
-		return nil, err
-	}
-	if err := unix.Symlinkat(target, n.fd.get(), name); err != nil {
-		return nil, vfs.Error("symlink", name, errno(err))
-	}
-	return n.made(ctx, "symlink", name)
+	return n.make(ctx, "symlink", name, func(dirfd int) error {
+		return unix.Symlinkat(target, dirfd, name)
+	})
 }
 
 func (n *node) Mknod(ctx context.Context, name string, mode uint32, rdev uint64) (vfs.Node, error) {
-	if err := n.dirOp("mknod", name); err != nil {
-		return nil, err
-	}
-	if err := unix.Mknodat(n.fd.get(), name, mode, int(rdev)); err != nil {
-		return nil, vfs.Error("mknod", name, errno(err))
-	}
-	return n.made(ctx, "mknod", name)
+	return n.make(ctx, "mknod", name, func(dirfd int) error {
+		return unix.Mknodat(dirfd, name, mode, int(rdev))
+	})
 }
 
 func (n *node) Readlink(context.Context) (string, error) {
