@@ -248,7 +248,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}
-	child, h, err := n.vn.Create(ctx, name, int(flags), mode)
+	child, h, err := n.vn.Create(ctx, name, int(flags), n.newMode(ctx, mode))
 	if err != nil {
 		n.srv.release(user)
 		return nil, nil, 0, n.srv.toErrno("create", err)
@@ -282,7 +282,7 @@ func (n *node) Tmpfile(ctx context.Context, flags uint32, mode uint32, out *fuse
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}
-	child, h, err := tc.CreateTemp(ctx, int(flags), mode)
+	child, h, err := tc.CreateTemp(ctx, int(flags), n.newMode(ctx, mode))
 	if err != nil {
 		n.srv.release(user)
 		return nil, nil, 0, n.srv.toErrno("tmpfile", err)
@@ -292,7 +292,7 @@ func (n *node) Tmpfile(ctx context.Context, flags uint32, mode uint32, out *fuse
 
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	ctx = reqCtx(ctx)
-	child, err := n.vn.Mkdir(ctx, name, mode)
+	child, err := n.vn.Mkdir(ctx, name, n.newMode(ctx, mode))
 	if err != nil {
 		return nil, n.srv.toErrno("mkdir", err)
 	}
@@ -305,7 +305,7 @@ func (n *node) Mknod(ctx context.Context, name string, mode uint32, rdev uint32,
 	if !ok {
 		return nil, syscall.EPERM
 	}
-	child, err := mk.Mknod(ctx, name, mode, uint64(rdev))
+	child, err := mk.Mknod(ctx, name, n.newMode(ctx, mode), uint64(rdev))
 	if err != nil {
 		return nil, n.srv.toErrno("mknod", err)
 	}

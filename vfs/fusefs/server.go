@@ -95,7 +95,14 @@ func New(dir string, root vfs.Node, opts Options) (*Mount, error) {
 			// security.capability before every write (one GETXATTR round
 			// trip per write otherwise: 4 KiB writes ran at 1/8 of disk
 			// speed); the daemon clears set-ID bits itself (clearSetID).
-			ExtraCapabilities: fuse.CAP_ATOMIC_O_TRUNC | fuse.CAP_HANDLE_KILLPRIV_V2,
+			//
+			// READDIRPLUS_AUTO: the kernel asks for attributes with a
+			// listing only where its callers go on to stat the entries
+			// (ls -l), not for a plain ls, which otherwise made a node
+			// per entry: 4.6 s and 254 MB for 200,000 entries, 0.35 s
+			// and 18 MB with it. DONT_MASK: see umaskFS.
+			ExtraCapabilities: fuse.CAP_ATOMIC_O_TRUNC | fuse.CAP_HANDLE_KILLPRIV_V2 |
+				fuse.CAP_READDIRPLUS_AUTO | fuse.CAP_DONT_MASK,
 			// POSIX ACLs: the kernel enforces the stored files' access
 			// ACLs (read through getxattr) along with their modes, as
 			// on the disk; without it an ACL's deny entry let users in.
@@ -113,8 +120,12 @@ func New(dir string, root vfs.Node, opts Options) (*Mount, error) {
 		RootStableAttr:  &gofs.StableAttr{Ino: a.Ino, Gen: a.Gen, Mode: a.Type()},
 		Logger:          goLog,
 	}
-	fsrv, err := gofs.Mount(dir, rootNode, mo)
+	fsrv, err := fuse.NewServer(umaskFS{gofs.NewNodeFS(rootNode, mo)}, dir, &mo.MountOptions)
 	if err != nil {
+		return nil, fmt.Errorf("mount %s: %w", dir, err)
+	}
+	go fsrv.Serve()
+	if err := fsrv.WaitMount(); err != nil {
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
 	}
 	if err := closeFuseOnExec(); err != nil {
