@@ -24,9 +24,10 @@ vet:
 		echo "gofmt wants to change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	# The device side runs on laptops: what builds elsewhere must keep
-	# building (diskfs, ninep, fusefs and the command are Linux-only yet).
+	# building (diskfs, fusefs and the command are Linux-only yet).
 	GOOS=linux GOARCH=arm64 $(GO) build ./...
-	GOOS=darwin GOARCH=arm64 $(GO) build ./vfs ./mounts ./shelld ./procfs
+	GOOS=darwin GOARCH=arm64 $(GO) build ./vfs ./vfs/ninep ./mounts ./shelld ./procfs ./devices
+	GOOS=darwin GOARCH=amd64 $(GO) build ./vfs ./vfs/ninep ./mounts ./shelld ./procfs ./devices
 
 # The whole suite: unit tests, FUSE integration tests (real mounts), and
 # go-fuse's posixtest against the mount. Needs root or fusermount3, and

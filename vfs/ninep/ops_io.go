@@ -14,7 +14,7 @@ import (
 // openFlagMask keeps the open flags a client may pass on; creation flags
 // belong to Tlcreate and the rest mean nothing to a backend.
 const openFlagMask = os.O_RDONLY | os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_TRUNC |
-	os.O_SYNC | syscall.O_DSYNC | syscall.O_NONBLOCK | syscall.O_DIRECTORY | syscall.O_NOATIME
+	os.O_SYNC | syscall.O_DSYNC | syscall.O_NONBLOCK | syscall.O_DIRECTORY | oNoatime
 
 // iounit is the most data one Tread or Twrite carries at msize.
 func (c *conn) iounit() uint32 { return c.msize - ioHeaderSize }

@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"strings"
-	"syscall"
 )
 
 // peerIdentity is who is at the other end of a connection, as the
@@ -18,8 +17,8 @@ type peerIdentity struct {
 }
 
 // identify admits a unix-socket peer only if it is root or the user the
-// server runs as (SO_PEERCRED); other transports were admitted by the
-// operator's explicit choice of listener.
+// server runs as (its peer credentials); other transports were admitted
+// by the operator's explicit choice of listener.
 func identify(nc net.Conn) peerIdentity {
 	uc, ok := nc.(*net.UnixConn)
 	if !ok {
@@ -29,21 +28,19 @@ func identify(nc net.Conn) peerIdentity {
 	if err != nil {
 		return peerIdentity{err: err}
 	}
-	var cred *syscall.Ucred
+	var uid uint32
 	var credErr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, credErr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
-	}); err != nil {
+	if err := raw.Control(func(fd uintptr) { uid, credErr = peerUid(int(fd)) }); err != nil {
 		return peerIdentity{err: err}
 	}
 	if credErr != nil {
 		return peerIdentity{err: credErr}
 	}
 	self := uint32(os.Geteuid())
-	if cred.Uid != 0 && cred.Uid != self {
-		return peerIdentity{err: fmt.Errorf("uid %d is neither root nor the server's owner (uid %d)", cred.Uid, self)}
+	if uid != 0 && uid != self {
+		return peerIdentity{err: fmt.Errorf("uid %d is neither root nor the server's owner (uid %d)", uid, self)}
 	}
-	return peerIdentity{uid: cred.Uid, trusted: cred.Uid == 0}
+	return peerIdentity{uid: uid, trusted: uid == 0}
 }
 
 // Address is a parsed listen or dial address: unix:PATH or tcp:HOST:PORT.

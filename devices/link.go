@@ -1,0 +1,220 @@
+package devices
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"time"
+)
+
+// A link is one TLS 1.3 connection, both ends presenting their own
+// certificate and checking the other's key: the device checks the
+// gateway's against the fingerprint its token carries; the gateway
+// checks the device's against the key pinned for its id, or pins it on
+// a first join with a live token. Then one framed hello each way, and
+// from there on the device serves 9P on the connection and the gateway
+// is its client, whichever end dialled.
+
+// Facts are what a device reports of itself.
+type Facts struct {
+	Platform   string   `json:"platform"`
+	Arch       string   `json:"arch"`
+	Version    string   `json:"version"`
+	Implements []string `json:"implements"`
+}
+
+// hello is the device's first message on a link.
+type hello struct {
+	Device string `json:"device"`
+	Token  string `json:"token,omitempty"`
+	Facts  Facts  `json:"facts"`
+}
+
+// welcome is the gateway's answer: empty Error means joined.
+type welcome struct {
+	Error string `json:"error,omitempty"`
+}
+
+// handshakeTimeout bounds the TLS handshake and the hellos, so a peer
+// that says nothing cannot hold a connection open.
+const handshakeTimeout = 10 * time.Second
+
+// maxFrame bounds a hello: it is read before the peer is trusted.
+const maxFrame = 16 << 10
+
+func writeFrame(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	buf := binary.BigEndian.AppendUint32(nil, uint32(len(b)))
+	_, err = w.Write(append(buf, b...))
+	return err
+}
+
+// readFrame reads exactly one frame and nothing past it: the bytes
+// after it are 9P, for the 9P layer to read.
+func readFrame(r io.Reader, v any) error {
+	var size [4]byte
+	if _, err := io.ReadFull(r, size[:]); err != nil {
+		return err
+	}
+	n := binary.BigEndian.Uint32(size[:])
+	if n > maxFrame {
+		return fmt.Errorf("hello of %d bytes: over the limit of %d", n, maxFrame)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}
+
+// peerFingerprint is the fingerprint of the key a TLS peer proved it
+// holds.
+func peerFingerprint(cs tls.ConnectionState) (string, error) {
+	if len(cs.PeerCertificates) == 0 {
+		return "", errors.New("peer presented no certificate")
+	}
+	return Fingerprint(cs.PeerCertificates[0]), nil
+}
+
+// serverTLS is the gateway's side: any self-signed client certificate is
+// taken at the TLS layer, and the key it proves is then checked against
+// the store (Admit), before anything else is read.
+func serverTLS(id *Identity) *tls.Config {
+	return &tls.Config{
+		MinVersion:   tls.VersionTLS13,
+		Certificates: []tls.Certificate{id.Cert},
+		ClientAuth:   tls.RequireAnyClientCert,
+	}
+}
+
+// clientTLS is the device's side: the gateway must prove the key named
+// in the token; no CA is involved.
+func clientTLS(id *Identity, gateway string) *tls.Config {
+	return &tls.Config{
+		MinVersion:         tls.VersionTLS13,
+		Certificates:       []tls.Certificate{id.Cert},
+		InsecureSkipVerify: true, // replaced by the key check below
+		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
+			if len(raw) == 0 {
+				return errors.New("gateway presented no certificate")
+			}
+			c, err := x509.ParseCertificate(raw[0])
+			if err != nil {
+				return err
+			}
+			if fp := Fingerprint(c); fp != gateway {
+				return fmt.Errorf("gateway key %s is not the one the token names (%s)", fp[:12], gateway[:12])
+			}
+			return nil
+		},
+	}
+}
+
+// keepAlive makes a dead peer show within about three seconds on an
+// idle link, where no 9P call is outstanding to notice it.
+var keepAlive = net.KeepAliveConfig{Enable: true, Idle: time.Second, Interval: time.Second, Count: 2}
+
+func tuneTCP(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetKeepAliveConfig(keepAlive)
+	}
+}
+
+// JoinOptions configures a device's link to its gateway.
+type JoinOptions struct {
+	Token    Token
+	Device   string
+	Identity *Identity
+	Facts    Facts
+	// Serve serves the device's tree on an established link, and
+	// returns at once; the link's Close reports its end.
+	Serve func(net.Conn)
+	Log   *slog.Logger
+}
+
+// Join keeps the device joined to its gateway until ctx ends: it dials,
+// serves the link until it ends, and dials again with exponential
+// backoff and jitter (30 s at most). A refusal by the gateway is retried
+// the same way, since the owner may still pin or revoke.
+func Join(ctx context.Context, o JoinOptions) {
+	const first, most = 500 * time.Millisecond, 30 * time.Second
+	delay := first
+	for ctx.Err() == nil {
+		ended, err := dialOnce(ctx, o)
+		if err != nil {
+			o.Log.Warn("join failed", "gateway", o.Token.Addr, "err", err, "retry", delay)
+		} else {
+			o.Log.Info("joined", "gateway", o.Token.Addr, "device", o.Device)
+			select {
+			case <-ended:
+				o.Log.Warn("link to gateway lost", "gateway", o.Token.Addr)
+				delay = first
+			case <-ctx.Done():
+				return
+			}
+		}
+		wait := delay/2 + rand.N(delay/2+1)
+		delay = min(2*delay, most)
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+		}
+	}
+}
+
+// dialOnce makes one link and hands it to Serve; the returned channel is
+// closed when the link ends.
+func dialOnce(ctx context.Context, o JoinOptions) (<-chan struct{}, error) {
+	hctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+	defer cancel()
+	d := &tls.Dialer{NetDialer: &net.Dialer{KeepAliveConfig: keepAlive}, Config: clientTLS(o.Identity, o.Token.Gateway)}
+	nc, err := d.DialContext(hctx, "tcp", o.Token.Addr)
+	if err != nil {
+		return nil, err
+	}
+	deadline, _ := hctx.Deadline()
+	nc.SetDeadline(deadline)
+	h := hello{Device: o.Device, Token: o.Token.Secret, Facts: o.Facts}
+	var w welcome
+	if err := writeFrame(nc, h); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	if err := readFrame(nc, &w); err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("gateway's answer: %w", err)
+	}
+	if w.Error != "" {
+		nc.Close()
+		return nil, fmt.Errorf("gateway refused: %s", w.Error)
+	}
+	nc.SetDeadline(time.Time{})
+	c := &watchedConn{Conn: nc, ended: make(chan struct{})}
+	o.Serve(c)
+	return c.ended, nil
+}
+
+// watchedConn reports its Close.
+type watchedConn struct {
+	net.Conn
+	once  sync.Once
+	ended chan struct{}
+}
+
+func (c *watchedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() { close(c.ended) })
+	return err
+}
