@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"slices"
@@ -16,13 +17,15 @@ import (
 )
 
 // Gateway accepts devices' links and shows the devices it knows in
-// /sys/devices and /mnt.
+// /sys/devices and, through the namespace, at /mnt/ID.
 type Gateway struct {
-	id    *Identity
+	o     GatewayOptions
 	store *Store
 	log   *slog.Logger
 
 	descInos *inoTable
+	started  time.Time
+	mounted  map[string]bool // ids mounted at /mnt/ID; guarded by mu
 
 	mu      sync.Mutex
 	devices map[string]*device
@@ -42,11 +45,98 @@ type device struct {
 type remote struct {
 	client *ninep.Client
 	root   vfs.Node
+	key    string // the fingerprint the device proved
 }
 
-// NewGateway serves devices with identity id, admitting them by store.
-func NewGateway(id *Identity, store *Store, log *slog.Logger) *Gateway {
-	return &Gateway{id: id, store: store, log: log, devices: map[string]*device{}, descInos: newInoTable()}
+// GatewayOptions configures a gateway.
+type GatewayOptions struct {
+	// Self is this daemon's own id and facts: the local machine is a
+	// device of its own gateway, served at "/", not under /mnt.
+	Self  string
+	Facts Facts
+	// Identity is the key links are made with; nil until TLS is used.
+	Identity *Identity
+	// Mount and Unmount put a device's tree at /mnt/ID in the namespace
+	// when the device becomes known, and take it away when forgotten.
+	Mount, Unmount func(id string, root vfs.Node)
+	Log            *slog.Logger
+}
+
+// NewGateway serves the devices store knows and admits.
+func NewGateway(store *Store, o GatewayOptions) *Gateway {
+	g := &Gateway{o: o, store: store, log: o.Log, devices: map[string]*device{}, descInos: newInoTable(), mounted: map[string]bool{}, started: time.Now()}
+	g.sync()
+	return g
+}
+
+// sync brings the namespace and the links in line with the store: known
+// devices are mounted, forgotten ones unmounted, and a link whose key is
+// no longer pinned for its id (device removed, token revoked) is closed.
+func (g *Gateway) sync() {
+	known := g.store.Known()
+	g.mu.Lock()
+	var add, drop []string
+	for _, id := range known {
+		if !g.mounted[id] && id != g.o.Self {
+			g.mounted[id] = true
+			add = append(add, id)
+		}
+	}
+	for id := range g.mounted {
+		if !slices.Contains(known, id) {
+			delete(g.mounted, id)
+			drop = append(drop, id)
+		}
+	}
+	var links []*remote
+	var ids []string
+	for id, d := range g.devices {
+		if d.link != nil {
+			links, ids = append(links, d.link), append(ids, id)
+		}
+	}
+	g.mu.Unlock()
+	for _, id := range add {
+		g.o.Mount(id, &deviceRoot{g: g, id: id})
+	}
+	for _, id := range drop {
+		g.o.Unmount(id, nil)
+	}
+	for i, r := range links {
+		if !g.store.Pinned(ids[i], r.key) {
+			g.log.Warn("closing device link: its key is no longer admitted (device removed or token revoked)", "device", ids[i])
+			r.client.Close()
+		}
+	}
+}
+
+// Watch applies changes that `gsvfs device` commands make to the store
+// (every half second) until ctx ends: a revoked device's link is closed
+// within that time.
+func (g *Gateway) Watch(ctx context.Context) {
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+			g.sync()
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// SetIdentity gives the gateway the key its links are made with.
+func (g *Gateway) SetIdentity(id *Identity) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.o.Identity = id
+}
+
+func (g *Gateway) identity() *Identity {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.o.Identity
 }
 
 // Serve accepts links on l until it is closed.
@@ -72,7 +162,7 @@ func (g *Gateway) accept(raw net.Conn) {
 	peer := raw.RemoteAddr().String()
 	ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
 	defer cancel()
-	tc := tls.Server(raw, serverTLS(g.id))
+	tc := tls.Server(raw, serverTLS(g.identity()))
 	raw.SetDeadline(time.Now().Add(handshakeTimeout))
 	if err := tc.HandshakeContext(ctx); err != nil {
 		g.log.Warn("device link refused: TLS handshake failed", "peer", peer, "err", err)
@@ -86,7 +176,11 @@ func (g *Gateway) accept(raw net.Conn) {
 		tc.Close()
 		return
 	}
-	if err := g.store.Admit(h.Device, fp, h.Token); err != nil {
+	err := fmt.Errorf("%w: %s is this gateway's own id", ErrRefused, h.Device)
+	if h.Device != g.o.Self {
+		err = g.store.Admit(h.Device, fp, h.Token)
+	}
+	if err != nil {
 		g.log.Warn("device link refused", "peer", peer, "device", h.Device, "key", fp[:12], "err", err)
 		writeFrame(tc, welcome{Error: err.Error()})
 		tc.Close()
@@ -109,7 +203,7 @@ func (g *Gateway) accept(raw net.Conn) {
 		client.Close()
 		return
 	}
-	g.online(h, peer, &remote{client: client, root: root})
+	g.online(h, peer, &remote{client: client, root: root, key: fp})
 	<-client.Done()
 	g.offline(h.Device, client)
 }
@@ -132,6 +226,7 @@ func (g *Gateway) online(h hello, peer string, r *remote) {
 		old.client.Close()
 	}
 	g.log.Info("device online", "device", h.Device, "peer", peer, "platform", h.Facts.Platform)
+	g.sync() // a first join makes the device known: mount it
 }
 
 func (g *Gateway) offline(id string, client *ninep.Client) {
@@ -155,18 +250,17 @@ func (g *Gateway) root(id string) (vfs.Node, error) {
 	return nil, vfs.Error("device", id, ehostdown)
 }
 
-// ids lists every device known, online or not, in name order.
+// ids lists every device known, online or not, in name order, this
+// daemon's own first among them.
 func (g *Gateway) ids() []string {
-	ids := g.store.Known()
+	ids := append(g.store.Known(), g.o.Self)
 	g.mu.Lock()
 	for id := range g.devices {
-		if !slices.Contains(ids, id) {
-			ids = append(ids, id)
-		}
+		ids = append(ids, id)
 	}
 	g.mu.Unlock()
 	slices.Sort(ids)
-	return ids
+	return slices.Compact(ids)
 }
 
 func (g *Gateway) known(id string) bool { return slices.Contains(g.ids(), id) }
@@ -188,6 +282,13 @@ type descriptor struct {
 
 func (g *Gateway) describe(id string) []byte {
 	desc := descriptor{DeviceID: id, Description: g.store.Description(id), Mount: "/mnt/" + id, Implements: []string{}}
+	if id == g.o.Self {
+		desc.Platform, desc.Arch, desc.Version = g.o.Facts.Platform, g.o.Facts.Arch, g.o.Facts.Version
+		desc.Implements = append(desc.Implements, g.o.Facts.Implements...)
+		desc.Mount, desc.Online, desc.Address = "/", true, "local"
+		now := time.Now()
+		desc.ConnectedAt, desc.LastSeen = &g.started, &now
+	}
 	g.mu.Lock()
 	if d := g.devices[id]; d != nil {
 		desc.Platform, desc.Arch, desc.Version = d.facts.Platform, d.facts.Arch, d.facts.Version

@@ -30,13 +30,6 @@ func (g *Gateway) DevicesDir() vfs.Node {
 	}}
 }
 
-// MntDir is /mnt: each device's tree at /mnt/ID.
-func (g *Gateway) MntDir() vfs.Node {
-	return &idDir{g: g, ino: vfs.NewIno(), inos: newInoTable(), kid: func(id string) vfs.Node {
-		return &deviceRoot{g: g, id: id}
-	}}
-}
-
 func (d *idDir) Attr(context.Context) (vfs.Attr, error) {
 	now := time.Now()
 	return vfs.Attr{Ino: d.ino, Mode: syscall.S_IFDIR | 0o555, Nlink: 2, Atime: now, Mtime: now, Ctime: now, Volatile: true}, nil

@@ -69,6 +69,14 @@ func (t *Table) Mount(p string, root vfs.Node) error {
 	return nil
 }
 
+// Unmount takes away what is mounted at p; nodes already walked below it
+// keep their backend.
+func (t *Table) Unmount(p string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.mounts, p)
+}
+
 // Root returns the root of the composed tree: the attach.
 func (t *Table) Root() vfs.Node {
 	return t.nodeAt("/")

@@ -35,7 +35,7 @@ that people and agents use with plain file tools. See gsvfs(1) and gsvfs(7).`,
 		},
 	}
 	root.PersistentFlags().StringVar(&level, "log-level", "info", "log level: debug, info, warn or error")
-	root.AddCommand(mountCommand(), serveCommand(), umountCommand(), attachCommand(), psCommand(), versionCommand())
+	root.AddCommand(mountCommand(), serveCommand(), umountCommand(), attachCommand(), psCommand(), deviceCommand(), versionCommand())
 	return root
 }
 

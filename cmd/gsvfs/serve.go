@@ -13,12 +13,15 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gsvfs/gsvfs/devices"
 	"github.com/gsvfs/gsvfs/vfs/ninep"
 )
 
 type serveFlags struct {
 	root        string
 	listen      []string
+	device      string
+	join        string
 	insecureTCP bool
 	cpuProfile  string
 	sessions    sessionFlags
@@ -27,14 +30,19 @@ type serveFlags struct {
 func serveCommand() *cobra.Command {
 	var f serveFlags
 	cmd := &cobra.Command{
-		Use:   "serve [--root DIR] [--listen unix:PATH | tcp:HOST:PORT ...]",
+		Use:   "serve [--root DIR] [--listen unix:PATH | tls:HOST:PORT | tcp:HOST:PORT ...] [--device ID] [--join TOKEN]",
 		Short: "serve the tree over 9P2000.L",
 		Long: `serve exports the state directory's tree over 9P2000.L until SIGINT or
 SIGTERM. The default listener is the unix socket gsvfs.sock in the state
-directory, which admits only its owner and root. TCP listens on loopback
-only, and only with --insecure-tcp: it has no authentication yet, so every
-local user who connects gets the server's rights (root's, for a server run
-as root), commands in /proc included.`,
+directory, which admits only its owner and root.
+
+tls:HOST:PORT makes the daemon a gateway that devices join over TLS 1.3,
+both ends authenticated (see gsvfs-devices(7)); the unix socket stays
+beside it. --join TOKEN makes it a device that dials the gateway the token
+names and stays joined. Plain TCP listens on loopback only, and only with
+--insecure-tcp: it has no authentication, so every local user who connects
+gets the server's rights (root's, for a server run as root), commands in
+/proc included.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := f.sessions.check(); err != nil {
@@ -48,6 +56,8 @@ as root), commands in /proc included.`,
 	}
 	cmd.Flags().StringVar(&f.root, "root", "", "state directory (default $XDG_DATA_HOME/gsvfs, /var/lib/gsvfs for root)")
 	cmd.Flags().StringArrayVar(&f.listen, "listen", nil, "where to listen: unix:PATH or tcp:HOST:PORT (repeatable; default unix:ROOT/gsvfs.sock)")
+	cmd.Flags().StringVar(&f.device, "device", defaultDevice, "this machine's device id, in /sys/devices and at a gateway's /mnt/ID")
+	cmd.Flags().StringVar(&f.join, "join", "", "join the gateway this token (from `gsvfs device token`) names, and stay joined")
 	cmd.Flags().BoolVar(&f.insecureTCP, "insecure-tcp", false, "allow an unauthenticated loopback TCP listener: every local user gets the server's rights (root's, if run as root), including running commands through /proc")
 	cmd.Flags().StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the server to this file until it exits")
 	cmd.Flags().MarkHidden("cpuprofile")
@@ -63,8 +73,12 @@ func runServe(stdout io.Writer, f serveFlags) error {
 	if err != nil {
 		return err
 	}
-	addrs, err := listenAddrs(root, f.listen, f.insecureTCP)
+	tlsAddrs, plain := splitTLS(f.listen)
+	addrs, err := listenAddrs(root, plain, f.insecureTCP)
 	if err != nil {
+		return err
+	}
+	if err := devices.CheckID(f.device); err != nil {
 		return err
 	}
 	warnUnauthenticated(addrs)
@@ -73,7 +87,7 @@ func runServe(stdout io.Writer, f serveFlags) error {
 		return err
 	}
 	defer stopProfile()
-	tree, err := buildTree(root, f.sessions.config())
+	tree, err := buildTree(root, f.device, f.sessions.config())
 	if err != nil {
 		return err
 	}
@@ -83,6 +97,14 @@ func runServe(stdout io.Writer, f serveFlags) error {
 	if err != nil {
 		return err
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	linked, err := startLinks(ctx, root, f, tlsAddrs, tree, srv)
+	if err != nil {
+		stopNinep(srv)
+		return err
+	}
+	where = append(where, linked...)
 	slog.Info("serving", "root", root, "listen", where, "pid", os.Getpid())
 	fmt.Fprintf(stdout, "gsvfs: serving %s on %s (pid %d)\n", root, strings.Join(where, ", "), os.Getpid())
 	sig := <-sigs

@@ -1,17 +1,21 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/gsvfs/gsvfs/devices"
 	"github.com/gsvfs/gsvfs/docs/man"
 	"github.com/gsvfs/gsvfs/mounts"
 	"github.com/gsvfs/gsvfs/procfs"
@@ -91,6 +95,8 @@ func makeTree(dir string, mode os.FileMode) error {
 // tree is the namespace a daemon serves, and how to end it.
 type tree struct {
 	root vfs.Node
+	// gateway shows the devices in /sys/devices and /mnt.
+	gateway *devices.Gateway
 	// close ends the sessions of /proc, killing their processes.
 	close func()
 }
@@ -99,8 +105,9 @@ type tree struct {
 // forgotten when nobody lists /proc.
 const reapEvery = 30 * time.Second
 
-// buildTree composes the namespace served from the state directory root.
-func buildTree(root string, sessions shelld.Config) (*tree, error) {
+// buildTree composes the namespace served from the state directory root;
+// self is this machine's device id.
+func buildTree(root, self string, sessions shelld.Config) (*tree, error) {
 	t := mounts.New()
 	for _, name := range diskTrees {
 		d, err := diskfs.New(filepath.Join(root, name))
@@ -129,9 +136,48 @@ func buildTree(root string, sessions shelld.Config) (*tree, error) {
 		mgr.Close()
 		return nil, err
 	}
+	gw, err := newGateway(root, self, t)
+	if err != nil {
+		mgr.Close()
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go gw.Watch(ctx)
 	stop := make(chan struct{})
 	go reapSessions(proc, stop)
-	return &tree{root: t.Root(), close: sync.OnceFunc(func() { close(stop); mgr.Close() })}, nil
+	return &tree{root: t.Root(), gateway: gw, close: sync.OnceFunc(func() { cancel(); close(stop); mgr.Close() })}, nil
+}
+
+// privateDir holds what no tree exports: the daemon's key, the tokens it
+// issued, the devices' pinned keys. It sits beside the disk trees in the
+// state directory, never inside one.
+func privateDir(root string) string { return filepath.Join(root, "private") }
+
+// newGateway makes the device table of the daemon on root, which puts
+// each known device's tree at /mnt/ID of t and lists them all in
+// /sys/devices.
+func newGateway(root, self string, t *mounts.Table) (*devices.Gateway, error) {
+	store, err := devices.OpenStore(privateDir(root))
+	if err != nil {
+		return nil, err
+	}
+	gw := devices.NewGateway(store, devices.GatewayOptions{
+		Self:    self,
+		Facts:   localFacts(),
+		Mount:   func(id string, n vfs.Node) { t.Mount("/mnt/"+id, n) },
+		Unmount: func(id string, _ vfs.Node) { t.Unmount("/mnt/" + id) },
+		Log:     slog.Default(),
+	})
+	if err := t.Mount("/sys/devices", gw.DevicesDir()); err != nil {
+		return nil, err
+	}
+	return gw, nil
+}
+
+// localFacts are what this daemon reports of itself as a device.
+func localFacts() devices.Facts {
+	return devices.Facts{Platform: runtime.GOOS, Arch: runtime.GOARCH, Version: version,
+		Implements: []string{"fs.*", "shell.exec"}}
 }
 
 func reapSessions(proc *procfs.FS, stop <-chan struct{}) {

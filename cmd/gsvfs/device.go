@@ -1,0 +1,309 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gsvfs/gsvfs/devices"
+	"github.com/gsvfs/gsvfs/vfs"
+)
+
+// deviceCommand manages the devices a gateway knows and the tokens they
+// join with. It works on the state directory's private part, which the
+// daemon watches, so changes apply to a running gateway within a second.
+func deviceCommand() *cobra.Command {
+	var root string
+	cmd := &cobra.Command{
+		Use:   "device",
+		Short: "manage the devices of a gateway and their join tokens",
+		Long: `device manages the machines joined to this gateway (see gsvfs-devices(7)):
+it issues join tokens, lists devices and tokens, and removes devices or
+revokes tokens. A running gateway applies a change within a second.`,
+	}
+	cmd.PersistentFlags().StringVar(&root, "root", "", "the gateway's state directory (default $XDG_DATA_HOME/gsvfs, /var/lib/gsvfs for root)")
+	rootDir := func() (string, error) {
+		if root == "" {
+			root = defaultRoot()
+		}
+		return prepareRoot(root)
+	}
+	cmd.AddCommand(deviceTokenCommand(rootDir), deviceLsCommand(rootDir), deviceRmCommand(rootDir),
+		deviceRevokeCommand(rootDir), deviceTokensCommand(rootDir))
+	return cmd
+}
+
+func openStore(rootDir func() (string, error)) (*devices.Store, string, error) {
+	root, err := rootDir()
+	if err != nil {
+		return nil, "", err
+	}
+	s, err := devices.OpenStore(privateDir(root))
+	return s, root, err
+}
+
+func deviceTokenCommand(rootDir func() (string, error)) *cobra.Command {
+	var device, addr string
+	var expires time.Duration
+	cmd := &cobra.Command{
+		Use:   "token [--device ID] [--expires DUR] [--addr HOST:PORT]",
+		Short: "print a token a device joins this gateway with",
+		Long: `token prints one join token on stdout. It carries the gateway's address and
+key fingerprint, so a device needs nothing else: gsvfs serve --join TOKEN.
+The gateway keeps only a hash of its secret. It expires (default 24h), can
+be bound to one device id, and once used belongs to that device.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			store, root, err := openStore(rootDir)
+			if err != nil {
+				return err
+			}
+			id, err := devices.LoadIdentity(privateDir(root))
+			if err != nil {
+				return err
+			}
+			if addr == "" {
+				if addr, err = gatewayAddr(root); err != nil {
+					return err
+				}
+			}
+			if expires <= 0 {
+				return errors.New("--expires must be positive")
+			}
+			tok, err := store.Issue(addr, id.Fingerprint, device, expires)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), tok)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&device, "device", "", "bind the token to this device id")
+	cmd.Flags().DurationVar(&expires, "expires", devices.DefaultTokenLife, "how long the token is valid")
+	cmd.Flags().StringVar(&addr, "addr", "", "the address devices dial (default the gateway's tls listener)")
+	return cmd
+}
+
+// gatewayAddr is where devices reach the gateway of root: the address its
+// running daemon listens on for TLS (an unspecified host replaced by this
+// machine's name).
+func gatewayAddr(root string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(privateDir(root), "listen"))
+	if err != nil {
+		return "", errors.New("no gateway listens on this state directory (gsvfs serve --listen tls:HOST:PORT); pass --addr")
+	}
+	addr := strings.Fields(string(b))
+	if len(addr) == 0 {
+		return "", errors.New("the gateway's listener is unknown; pass --addr")
+	}
+	host, port, err := net.SplitHostPort(addr[0])
+	if err != nil {
+		return "", err
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		if host, err = os.Hostname(); err != nil {
+			return "", err
+		}
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+func deviceLsCommand(rootDir func() (string, error)) *cobra.Command {
+	return &cobra.Command{
+		Use:   "ls",
+		Short: "list the devices the gateway knows, online or not",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			root, err := rootDir()
+			if err != nil {
+				return err
+			}
+			descs, err := readDevices(root)
+			if err != nil {
+				return err
+			}
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 8, 2, ' ', 0)
+			fmt.Fprintln(w, "ID\tONLINE\tPLATFORM\tADDRESS\tMOUNT\tDESCRIPTION")
+			for _, d := range descs {
+				fmt.Fprintf(w, "%s\t%v\t%s\t%s\t%s\t%s\n", d.DeviceID, d.Online, dash(d.Platform+"/"+d.Arch), dash(d.Address), d.Mount, d.Description)
+			}
+			return w.Flush()
+		},
+	}
+}
+
+func dash(s string) string {
+	if s == "" || s == "/" {
+		return "-"
+	}
+	return s
+}
+
+// deviceInfo is the part of a /sys/devices descriptor that ls shows.
+type deviceInfo struct {
+	DeviceID, Description, Platform, Arch, Address, Mount string
+	Online                                                bool
+}
+
+// readDevices reads every descriptor of /sys/devices from the daemon of
+// root.
+func readDevices(root string) ([]deviceInfo, error) {
+	c, tree, err := dialTree(defaultSocket(root))
+	if err != nil {
+		return nil, fmt.Errorf("no daemon serves %s: %w", root, err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	dir, err := walkPath(ctx, tree, "sys/devices")
+	if err != nil {
+		return nil, err
+	}
+	names, err := listDir(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []deviceInfo
+	for _, name := range names {
+		b, err := readNode(ctx, dir, name)
+		if err != nil {
+			return nil, err
+		}
+		var d deviceInfo
+		if err := json.Unmarshal(b, &d); err != nil {
+			return nil, fmt.Errorf("/sys/devices/%s: %w", name, err)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+func walkPath(ctx context.Context, n vfs.Node, rel string) (vfs.Node, error) {
+	for name := range strings.SplitSeq(rel, "/") {
+		next, err := n.Lookup(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		n = next
+	}
+	return n, nil
+}
+
+func listDir(ctx context.Context, dir vfs.Node) ([]string, error) {
+	h, err := dir.Open(ctx, os.O_RDONLY)
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	dr, ok := h.(vfs.DirReader)
+	if !ok {
+		return nil, errors.New("not a directory")
+	}
+	var names []string
+	for off := uint64(0); ; {
+		ents, err := dr.ReadDir(ctx, off)
+		if err != nil || len(ents) == 0 {
+			return names, err
+		}
+		for _, e := range ents {
+			names = append(names, e.Name)
+		}
+		off = ents[len(ents)-1].Next
+	}
+}
+
+func readNode(ctx context.Context, dir vfs.Node, name string) ([]byte, error) {
+	n, err := dir.Lookup(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	h, err := n.Open(ctx, os.O_RDONLY)
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	var out []byte
+	buf := make([]byte, 8192)
+	for {
+		k, err := h.ReadAt(ctx, buf, int64(len(out)))
+		out = append(out, buf[:k]...)
+		if err == io.EOF || err == nil && k == 0 {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+func deviceRmCommand(rootDir func() (string, error)) *cobra.Command {
+	return &cobra.Command{
+		Use:   "rm ID",
+		Short: "forget a device: its key, its description, its tokens; its link is closed",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			store, _, err := openStore(rootDir)
+			if err != nil {
+				return err
+			}
+			return store.Forget(args[0])
+		},
+	}
+}
+
+func deviceRevokeCommand(rootDir func() (string, error)) *cobra.Command {
+	return &cobra.Command{
+		Use:   "revoke TOKEN-ID",
+		Short: "revoke a join token; a device that joined with it is cut off",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			store, _, err := openStore(rootDir)
+			if err != nil {
+				return err
+			}
+			return store.Revoke(args[0])
+		},
+	}
+}
+
+func deviceTokensCommand(rootDir func() (string, error)) *cobra.Command {
+	return &cobra.Command{
+		Use:   "tokens",
+		Short: "list the join tokens issued (never their secrets)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			store, _, err := openStore(rootDir)
+			if err != nil {
+				return err
+			}
+			tokens, err := store.Tokens()
+			if err != nil {
+				return err
+			}
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 8, 2, ' ', 0)
+			fmt.Fprintln(w, "ID\tDEVICE\tUSED BY\tEXPIRES\tSTATE")
+			now := time.Now()
+			for _, t := range tokens {
+				state := "live"
+				switch {
+				case t.Revoked:
+					state = "revoked"
+				case !now.Before(t.Expires):
+					state = "expired"
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", t.ID, dash(t.Device), dash(t.UsedBy), t.Expires.Format(time.RFC3339), state)
+			}
+			return w.Flush()
+		},
+	}
+}

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/gsvfs/gsvfs/devices"
+	"github.com/gsvfs/gsvfs/vfs/ninep"
+)
+
+// defaultDevice is a daemon's device id unless --device says otherwise.
+const defaultDevice = "gsv"
+
+// splitTLS separates the tls:HOST:PORT listeners, which devices join,
+// from the 9P listeners.
+func splitTLS(listen []string) (tlsAddrs, plain []string) {
+	for _, s := range listen {
+		if addr, ok := strings.CutPrefix(s, "tls:"); ok {
+			tlsAddrs = append(tlsAddrs, addr)
+		} else {
+			plain = append(plain, s)
+		}
+	}
+	return tlsAddrs, plain
+}
+
+// startLinks opens the gateway's TLS listeners and, with --join, keeps
+// this daemon joined to its gateway, serving its tree on that link with
+// srv. It returns the listeners' addresses.
+func startLinks(ctx context.Context, root string, f serveFlags, tlsAddrs []string, t *tree, srv *ninep.Server) ([]string, error) {
+	if len(tlsAddrs) == 0 && f.join == "" {
+		return nil, nil
+	}
+	id, err := devices.LoadIdentity(privateDir(root))
+	if err != nil {
+		return nil, err
+	}
+	t.gateway.SetIdentity(id)
+	var where []string
+	for _, addr := range tlsAddrs {
+		lc := net.ListenConfig{}
+		l, err := lc.Listen(ctx, "tcp", addr)
+		if err != nil {
+			return nil, fmt.Errorf("listen on tls:%s: %w", addr, err)
+		}
+		context.AfterFunc(ctx, func() { l.Close() })
+		go t.gateway.Serve(l)
+		where = append(where, "tls:"+l.Addr().String())
+	}
+	if len(tlsAddrs) > 0 {
+		// `gsvfs device token` puts the address in the tokens it makes.
+		var addrs []string
+		for _, w := range where {
+			addrs = append(addrs, strings.TrimPrefix(w, "tls:"))
+		}
+		if err := os.WriteFile(filepath.Join(privateDir(root), "listen"), []byte(strings.Join(addrs, "\n")+"\n"), 0o600); err != nil {
+			return nil, err
+		}
+	}
+	if f.join != "" {
+		tok, err := devices.ParseToken(f.join)
+		if err != nil {
+			return nil, fmt.Errorf("--join: %w", err)
+		}
+		go devices.Join(ctx, devices.JoinOptions{Token: tok, Device: f.device, Identity: id,
+			Facts: localFacts(), Serve: srv.ServeConn, Log: slog.Default()})
+	}
+	return where, nil
+}
