@@ -1,0 +1,336 @@
+package devices
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gsvfs/gsvfs/vfs"
+	"github.com/gsvfs/gsvfs/vfs/ninep"
+)
+
+// logBuffer collects a daemon's log lines for the test to look into.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// testGateway is a gateway listening on loopback with its own identity
+// and store, recording what it mounts.
+type testGateway struct {
+	*Gateway
+	store   *Store
+	id      *Identity
+	addr    string
+	log     *logBuffer
+	mu      sync.Mutex
+	mounted map[string]vfs.Node
+}
+
+func startGateway(t *testing.T) *testGateway {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "private")
+	id, err := LoadIdentity(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := OpenStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := &testGateway{store: store, id: id, log: &logBuffer{}, mounted: map[string]vfs.Node{}}
+	tg.Gateway = NewGateway(store, GatewayOptions{
+		Self: "gw", Identity: id, Log: slog.New(slog.NewTextHandler(tg.log, nil)),
+		Mount: func(id string, n vfs.Node) {
+			tg.mu.Lock()
+			tg.mounted[id] = n
+			tg.mu.Unlock()
+		},
+		Unmount: func(id string, _ vfs.Node) {
+			tg.mu.Lock()
+			delete(tg.mounted, id)
+			tg.mu.Unlock()
+		},
+	})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go tg.Serve(l)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go tg.Watch(ctx)
+	tg.addr = l.Addr().String()
+	return tg
+}
+
+func (tg *testGateway) mount(id string) vfs.Node {
+	tg.mu.Lock()
+	defer tg.mu.Unlock()
+	return tg.mounted[id]
+}
+
+func (tg *testGateway) token(t *testing.T, device string) Token {
+	t.Helper()
+	tok, err := tg.store.Issue(tg.addr, tg.id.Fingerprint, device, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// describeOf is the gateway's descriptor of id, decoded.
+func (tg *testGateway) describeOf(t *testing.T, id string) descriptor {
+	t.Helper()
+	var d descriptor
+	if err := json.Unmarshal(tg.describe(id), &d); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// startDevice joins a device serving a one-file tree; its context ends
+// the joining.
+func startDevice(t *testing.T, tok Token, id string) (cancel func(), log *logBuffer) {
+	t.Helper()
+	ident, err := LoadIdentity(filepath.Join(t.TempDir(), "private"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := vfs.NewStaticDir(map[string]vfs.Node{"hello": vfs.NewTextFile([]byte("hi from " + id + "\n"))})
+	srv := ninep.NewServer(tree, ninep.ServerOptions{})
+	ctx, stop := context.WithCancel(context.Background())
+	log = &logBuffer{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Join(ctx, JoinOptions{Token: tok, Device: id, Identity: ident, Serve: srv.ServeConn,
+			Facts: Facts{Platform: "plan9", Arch: "mips", Implements: []string{"fs.*"}},
+			Log:   slog.New(slog.NewTextHandler(log, nil))})
+	}()
+	cancel = func() {
+		stop()
+		srv.Close(context.Background())
+		<-done
+	}
+	t.Cleanup(cancel)
+	return cancel, log
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 5s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func readAll(t *testing.T, root vfs.Node, name string) (string, error) {
+	t.Helper()
+	ctx := context.Background()
+	n, err := root.Lookup(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	h, err := n.Open(ctx, os.O_RDONLY)
+	if err != nil {
+		return "", err
+	}
+	defer h.Close()
+	buf := make([]byte, 256)
+	k, err := h.ReadAt(ctx, buf, 0)
+	if err == io.EOF {
+		err = nil
+	}
+	return string(buf[:k]), err
+}
+
+func TestJoinServeAndLeave(t *testing.T) {
+	gw := startGateway(t)
+	stop, _ := startDevice(t, gw.token(t, "lap"), "lap")
+	eventually(t, "lap online", func() bool { return gw.describeOf(t, "lap").Online })
+	d := gw.describeOf(t, "lap")
+	if d.Platform != "plan9" || d.Arch != "mips" || d.Mount != "/mnt/lap" || len(d.Implements) != 1 {
+		t.Errorf("descriptor: %+v", d)
+	}
+	root := gw.mount("lap")
+	if root == nil {
+		t.Fatalf("lap not mounted; mounted: %v", gw.mounted)
+	}
+	if got, err := readAll(t, root, "hello"); err != nil || got != "hi from lap\n" {
+		t.Errorf("reading the device's file through the gateway: %q, %v", got, err)
+	}
+	if ids := gw.ids(); strings.Join(ids, ",") != "gw,lap" {
+		t.Errorf("ids: %v", ids)
+	}
+
+	stop()
+	eventually(t, "lap offline", func() bool { return !gw.describeOf(t, "lap").Online })
+	start := time.Now()
+	_, err := readAll(t, root, "hello")
+	if vfs.Errno(err) != ehostdown || time.Since(start) > time.Second {
+		t.Errorf("reading from an offline device: %v after %v, want EHOSTDOWN at once", err, time.Since(start))
+	}
+	if gw.mount("lap") == nil {
+		t.Errorf("an offline device must stay listed at /mnt/lap")
+	}
+}
+
+func TestNewerLinkWins(t *testing.T) {
+	gw := startGateway(t)
+	tok := gw.token(t, "")
+	dir := t.TempDir()
+	// Two daemons with one identity, as after a restart the old link has
+	// not noticed yet.
+	ident, err := LoadIdentity(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var links []*watchedConn
+	for range 2 {
+		srv := ninep.NewServer(vfs.NewStaticDir(nil), ninep.ServerOptions{})
+		defer srv.Close(context.Background())
+		var c *watchedConn
+		_, err := dialOnce(context.Background(), JoinOptions{Token: tok, Device: "lap", Identity: ident,
+			Serve: func(nc net.Conn) { c = nc.(*watchedConn); srv.ServeConn(nc) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		links = append(links, c)
+	}
+	// Whichever the gateway took second wins; the other is closed.
+	select {
+	case <-links[0].ended:
+	case <-links[1].ended:
+	case <-time.After(3 * time.Second):
+		t.Fatalf("both links of lap are still open")
+	}
+	time.Sleep(100 * time.Millisecond)
+	open := 0
+	for _, c := range links {
+		select {
+		case <-c.ended:
+		default:
+			open++
+		}
+	}
+	if open != 1 {
+		t.Errorf("links of lap open: %d, want 1", open)
+	}
+	if !strings.Contains(gw.log.String(), "closing its older link") {
+		t.Errorf("gateway log does not say why the older link went:\n%s", gw.log)
+	}
+	if !gw.describeOf(t, "lap").Online {
+		t.Errorf("the newer link is not online")
+	}
+}
+
+func TestRevokeClosesLink(t *testing.T) {
+	gw := startGateway(t)
+	_, devLog := startDevice(t, gw.token(t, "lap"), "lap")
+	eventually(t, "lap online", func() bool { return gw.describeOf(t, "lap").Online })
+	toks, _ := gw.store.Tokens()
+	if err := gw.store.Revoke(toks[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	eventually(t, "lap offline after revocation", func() bool { return !gw.describeOf(t, "lap").Online })
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("link closed %v after revocation, want within 2s", d)
+	}
+	eventually(t, "the device told it is refused", func() bool { return strings.Contains(devLog.String(), "revoked") })
+	if gw.describeOf(t, "lap").Online {
+		t.Errorf("a revoked device came back")
+	}
+}
+
+// Peers that are not devices with a live token get nothing of the tree:
+// no certificate, a plain 9P client, a look-alike gateway, another
+// device's id.
+func TestRefusedPeers(t *testing.T) {
+	gw := startGateway(t)
+
+	// A plain 9P client speaks to the TLS port: the handshake fails and
+	// nothing of 9P is answered.
+	nc, err := net.Dial("tcp", gw.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc.Write([]byte{19, 0, 0, 0, 100, 0xff, 0xff, 0, 32, 0, 0, 6, 0, '9', 'P', '2', '0', '0', '0'})
+	nc.SetReadDeadline(time.Now().Add(3 * time.Second))
+	reply, _ := io.ReadAll(nc)
+	nc.Close()
+	if bytes.Contains(reply, []byte("9P2000")) {
+		t.Errorf("a plain 9P client got a 9P answer: %q", reply)
+	}
+
+	// A TLS client without a certificate.
+	c, err := tls.Dial("tcp", gw.addr, &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS13})
+	if err == nil {
+		c.SetReadDeadline(time.Now().Add(3 * time.Second))
+		_, err = c.Read(make([]byte, 1))
+		c.Close()
+	}
+	if err == nil {
+		t.Errorf("a client without a certificate was let in")
+	}
+
+	// A device whose token names another gateway key dials a look-alike.
+	tok := gw.token(t, "")
+	forged := tok
+	forged.Gateway = keyB
+	ident, _ := LoadIdentity(t.TempDir())
+	if _, err := dialOnce(context.Background(), JoinOptions{Token: forged, Device: "lap", Identity: ident,
+		Serve: func(net.Conn) { t.Errorf("served a look-alike gateway") }}); err == nil || !strings.Contains(err.Error(), "not the one the token names") {
+		t.Errorf("dialing a gateway with another key: %v", err)
+	}
+
+	// Forged token, and a pinned id with another key.
+	bad := tok
+	bad.Secret = strings.Repeat("1", 64)
+	if _, err := dialOnce(context.Background(), JoinOptions{Token: bad, Device: "lap", Identity: ident, Serve: func(net.Conn) {}}); err == nil {
+		t.Errorf("a forged token joined")
+	}
+	if _, err := dialOnce(context.Background(), JoinOptions{Token: tok, Device: "lap", Identity: ident, Serve: func(nc net.Conn) { nc.Close() }}); err != nil {
+		t.Fatalf("a real token: %v", err)
+	}
+	other, _ := LoadIdentity(t.TempDir())
+	tok2 := gw.token(t, "")
+	if _, err := dialOnce(context.Background(), JoinOptions{Token: tok2, Device: "lap", Identity: other, Serve: func(net.Conn) {}}); err == nil || !strings.Contains(err.Error(), "another key") {
+		t.Errorf("another key for lap: %v", err)
+	}
+	if _, err := dialOnce(context.Background(), JoinOptions{Token: tok2, Device: "gw", Identity: other, Serve: func(net.Conn) {}}); err == nil {
+		t.Errorf("a device took the gateway's own id")
+	}
+	for _, want := range []string{"TLS handshake failed", "unknown token", "another key", "own id"} {
+		if !strings.Contains(gw.log.String(), want) {
+			t.Errorf("gateway log lacks %q:\n%s", want, gw.log)
+		}
+	}
+}

@@ -1,0 +1,147 @@
+package devices
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+const (
+	keyA = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	keyB = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+)
+
+func newStore(t *testing.T) (*Store, *time.Time) {
+	t.Helper()
+	s, err := OpenStore(filepath.Join(t.TempDir(), "private"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	s.now = func() time.Time { return now }
+	return s, &now
+}
+
+func issue(t *testing.T, s *Store, device string, ttl time.Duration) Token {
+	t.Helper()
+	tok, err := s.Issue("gw.example:7000", keyA, device, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+func wantRefused(t *testing.T, what string, err error, because string) {
+	t.Helper()
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), because) {
+		t.Errorf("%s: got %v, want a refusal saying %q", what, err, because)
+	}
+}
+
+func TestAdmit(t *testing.T) {
+	s, now := newStore(t)
+	bound := issue(t, s, "lap", time.Hour)
+	free := issue(t, s, "", time.Hour)
+	short := issue(t, s, "", time.Minute)
+
+	wantRefused(t, "no token", s.Admit("lap", keyA, ""), "no token")
+	wantRefused(t, "forged token", s.Admit("lap", keyA, strings.Repeat("0", 64)), "unknown token")
+	wantRefused(t, "token bound to another id", s.Admit("desk", keyA, bound.Secret), "is for device lap")
+	if err := s.Admit("lap", keyA, bound.Secret); err != nil {
+		t.Fatalf("first join with a live token: %v", err)
+	}
+	if err := s.Admit("lap", keyA, ""); err != nil {
+		t.Errorf("a pinned key joins without a token: %v", err)
+	}
+	wantRefused(t, "another key for a pinned id, even with a live token", s.Admit("lap", keyB, free.Secret), "another key")
+	wantRefused(t, "a used token for another id", s.Admit("desk", keyB, bound.Secret), "is for device lap")
+	if err := s.Admit("desk", keyB, free.Secret); err != nil {
+		t.Fatalf("join with an unbound token: %v", err)
+	}
+	wantRefused(t, "an unbound token once used", s.Admit("tab", keyB, free.Secret), "was used by device desk")
+
+	*now = now.Add(2 * time.Minute)
+	wantRefused(t, "expired token", s.Admit("tab", keyA, short.Secret), "expired")
+	wantRefused(t, "bad id", s.Admit("../x", keyA, free.Secret), "bad device id")
+}
+
+func TestRevokeAndForget(t *testing.T) {
+	s, _ := newStore(t)
+	tok := issue(t, s, "", time.Hour)
+	if err := s.Admit("lap", keyA, tok.Secret); err != nil {
+		t.Fatal(err)
+	}
+	toks, _ := s.Tokens()
+	if err := s.Revoke(toks[0].ID[:6]); err != nil {
+		t.Fatal(err)
+	}
+	if s.Pinned("lap", keyA) {
+		t.Errorf("device still pinned after its token was revoked")
+	}
+	wantRefused(t, "join after revocation", s.Admit("lap", keyA, tok.Secret), "revoked")
+
+	tok2 := issue(t, s, "", time.Hour)
+	if err := s.Admit("lap", keyA, tok2.Secret); err != nil {
+		t.Fatal(err)
+	}
+	s.SetDescription("lap", "my laptop")
+	if err := s.Forget("lap"); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Known()) != 0 || s.Description("lap") != "" {
+		t.Errorf("after Forget: known %v, description %q", s.Known(), s.Description("lap"))
+	}
+	wantRefused(t, "join after rm with its old token", s.Admit("lap", keyA, tok2.Secret), "revoked")
+}
+
+// The store keeps hashes only: no secret is ever written, and the files
+// are the owner's alone.
+func TestStoreKeepsNoSecret(t *testing.T) {
+	s, _ := newStore(t)
+	tok := issue(t, s, "lap", time.Hour)
+	b, err := os.ReadFile(s.file())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), tok.Secret) {
+		t.Errorf("the store holds the token's secret")
+	}
+	for _, p := range []string{s.dir, s.file()} {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm()&0o077 != 0 {
+			t.Errorf("%s: mode %v, want nothing for group and others", p, st.Mode().Perm())
+		}
+	}
+}
+
+func TestParseToken(t *testing.T) {
+	tok := Token{Addr: "gw:7000", Gateway: keyA, Secret: "s3cret", Device: "lap"}
+	got, err := ParseToken(" " + tok.String() + "\n")
+	if err != nil || got != tok {
+		t.Errorf("round trip: got %+v, %v; want %+v", got, err, tok)
+	}
+	for _, bad := range []string{"", "gsvfs1.", "gsvfs1.!!!", "other." + tok.String()[7:], "gsvfs1.e30"} {
+		if _, err := ParseToken(bad); err == nil {
+			t.Errorf("ParseToken(%q): no error", bad)
+		}
+	}
+}
+
+func TestCheckID(t *testing.T) {
+	for _, ok := range []string{"lap", "mac-book.2", "A_b"} {
+		if err := CheckID(ok); err != nil {
+			t.Errorf("CheckID(%q): %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", ".", "..", ".hidden", "a/b", "a b", strings.Repeat("x", 65), "é"} {
+		if err := CheckID(bad); err == nil {
+			t.Errorf("CheckID(%q): accepted", bad)
+		}
+	}
+}
