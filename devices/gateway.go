@@ -97,7 +97,7 @@ func (g *Gateway) sync() {
 	}
 	g.mu.Unlock()
 	for _, id := range add {
-		g.o.Mount(id, &deviceRoot{g: g, id: id})
+		g.o.Mount(id, g.deviceRoot(id))
 	}
 	for _, id := range drop {
 		g.o.Unmount(id, nil)
@@ -138,6 +138,10 @@ func (g *Gateway) identity() *Identity {
 	defer g.mu.Unlock()
 	return g.o.Identity
 }
+
+// linkIdle is how long a device link may stay silent before the gateway
+// asks whether the device is still there.
+const linkIdle = time.Second
 
 // Serve accepts links on l until it is closed.
 func (g *Gateway) Serve(l net.Listener) error {
@@ -191,7 +195,9 @@ func (g *Gateway) accept(raw net.Conn) {
 		return
 	}
 	raw.SetDeadline(time.Time{})
-	client, err := ninep.NewClient(ctx, tc, ninep.ClientOptions{})
+	// Probed after a second of silence even when idle: a device that
+	// vanishes without a FIN shows offline in under two seconds.
+	client, err := ninep.NewClient(ctx, tc, ninep.ClientOptions{Idle: linkIdle})
 	if err != nil {
 		g.log.Warn("device link lost before 9P began", "device", h.Device, "err", err)
 		tc.Close()
@@ -240,14 +246,14 @@ func (g *Gateway) offline(id string, client *ninep.Client) {
 	g.log.Warn("device offline", "device", id)
 }
 
-// root is device id's tree while it is online.
-func (g *Gateway) root(id string) (vfs.Node, error) {
+// link is device id's live link, nil while it is offline.
+func (g *Gateway) link(id string) *remote {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if d := g.devices[id]; d != nil && d.link != nil {
-		return d.link.root, nil
+	if d := g.devices[id]; d != nil {
+		return d.link
 	}
-	return nil, vfs.Error("device", id, ehostdown)
+	return nil
 }
 
 // ids lists every device known, online or not, in name order, this

@@ -3,6 +3,7 @@ package devices
 import (
 	"context"
 	"os"
+	"sync"
 	"syscall"
 	"time"
 
@@ -77,4 +78,24 @@ func (f *descFile) Open(_ context.Context, flags int) (vfs.Handle, error) {
 		return nil, vfs.Error("open", f.id, syscall.EPERM)
 	}
 	return vfs.BytesHandle(f.g.describe(f.id)), nil
+}
+
+// inoTable gives each name of a dynamic directory an inode number of its
+// own, kept for the daemon's life.
+type inoTable struct {
+	mu   sync.Mutex
+	inos map[string]uint64
+}
+
+func newInoTable() *inoTable { return &inoTable{inos: map[string]uint64{}} }
+
+func (t *inoTable) of(name string) uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ino, ok := t.inos[name]
+	if !ok {
+		ino = vfs.NewIno()
+		t.inos[name] = ino
+	}
+	return ino
 }

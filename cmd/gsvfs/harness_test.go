@@ -51,6 +51,7 @@ func TestMain(m *testing.M) {
 type daemon struct {
 	Root, Mnt string
 	env       []string // the daemon's environment; nil: this process's
+	prefix    []string // a command the binary runs under (ip netns exec NS)
 	cmd       *exec.Cmd
 	done      chan error
 	log       *logBuffer
@@ -83,6 +84,9 @@ func mountAt(t testing.TB, root, mnt string, extra ...string) *daemon {
 func launch(t testing.TB, d *daemon, args ...string) *daemon {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
+	if len(d.prefix) > 0 {
+		cmd = exec.Command(d.prefix[0], append(append(d.prefix[1:len(d.prefix):len(d.prefix)], binary), args...)...)
+	}
 	cmd.Env = d.env
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

@@ -30,6 +30,11 @@ const DefaultLiveness = 300 * time.Millisecond
 type ClientOptions struct {
 	Msize    uint32        // offered msize (DefaultClientMsize if 0)
 	Liveness time.Duration // DefaultLiveness if 0
+	// Idle, if set, probes a connection no call waits on once it has
+	// been silent that long, so a peer that vanished is noticed with
+	// nothing outstanding (a link to a remote device); 0 probes only
+	// while calls wait.
+	Idle time.Duration
 }
 
 // ErrServerGone is the cause of every failed call once the connection has
@@ -43,6 +48,7 @@ type Client struct {
 	nc       net.Conn
 	msize    uint32
 	liveness time.Duration
+	idle     time.Duration
 
 	wmu sync.Mutex // serialises frames on the wire
 
@@ -95,7 +101,7 @@ func NewClient(ctx context.Context, nc net.Conn, opts ClientOptions) (*Client, e
 		opts.Liveness = DefaultLiveness
 	}
 	c := &Client{
-		nc: nc, msize: opts.Msize, liveness: opts.Liveness,
+		nc: nc, msize: opts.Msize, liveness: opts.Liveness, idle: opts.Idle,
 		pending: map[uint16]chan reply{}, lastRecv: time.Now(),
 		dead: make(chan struct{}),
 	}
@@ -206,15 +212,17 @@ const (
 // probeTag is reserved for liveness probes.
 const probeTag = NoTag - 1
 
-// health judges the connection at now. Silence counts only while calls
-// wait on the server and no frame of ours is still being written: a
-// server busy taking a large write is not a dead one (the write has its
-// own deadline).
+// health judges the connection at now. Silence counts while calls wait
+// on the server (or, with idle set, once nothing has come for that long)
+// and no frame of ours is still being written: a server busy taking a
+// large write is not a dead one (the write has its own deadline).
 func (c *Client) health(now time.Time) healthState {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	quiet := now.Sub(c.lastRecv)
+	idleQuiet := len(c.pending) == 0 && (c.idle == 0 || quiet < c.idle) && c.probeAt.IsZero()
 	switch {
-	case len(c.pending) == 0 || c.sending > 0 || now.Sub(c.lastRecv) < c.liveness:
+	case c.sending > 0 || idleQuiet || len(c.pending) > 0 && quiet < c.liveness:
 		return healthy
 	case c.probeAt.IsZero() && !c.probing:
 		c.probing = true

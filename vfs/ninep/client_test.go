@@ -110,6 +110,35 @@ func TestHungServerFailsCalls(t *testing.T) {
 	}
 }
 
+// With Idle set, a connection no call waits on is probed too: a server
+// that goes silent is noticed with nothing outstanding, and a live one
+// is kept.
+func TestIdleProbe(t *testing.T) {
+	_, addr := serve(t, newDisk(t))
+	var f freezer
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, f.relay(t, addr), ClientOptions{Idle: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	time.Sleep(time.Second) // idle, probed and answered several times
+	select {
+	case <-c.Done():
+		t.Fatal("an idle connection to a live server was ended")
+	default:
+	}
+	f.frozen.Store(true)
+	start := time.Now()
+	select {
+	case <-c.Done():
+		t.Logf("silent server noticed %v after it froze (idle 200ms, liveness %v)", time.Since(start), c.liveness)
+	case <-time.After(5 * time.Second):
+		t.Fatal("an idle connection to a frozen server is still counted alive")
+	}
+}
+
 // A server that answers but holds one call for long (a blocking read of
 // /proc's stream or wait) is alive: the liveness probes sent meanwhile
 // are answered at once, and an answer that comes back before the probe's

@@ -43,6 +43,11 @@ func (c *Client) newNode(fid uint32, q QID, uid uint32) *node {
 	return n
 }
 
+// Identity is the server's unique id of the file (its QID path), known
+// without a round trip: a client that reaches the file again by name on
+// another connection can tell whether it is the same file.
+func (n *node) Identity() uint64 { return n.qid.Path }
+
 // Forget clunks the node's fid now (vfs.Forgetter): the edge will not use
 // the node again.
 func (n *node) Forget() {

@@ -1,0 +1,343 @@
+package main
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gsvfs/gsvfs/vfs"
+)
+
+// The devices tests run a gateway in this network namespace and devices
+// in namespaces of their own, joined by veth pairs, so links cross a
+// real (virtual) network that nft rules inside a device's namespace can
+// cut without a FIN.
+
+// netHost is a network namespace joined to this one by a veth pair.
+type netHost struct {
+	name, hostIP, nsIP string
+}
+
+func newNetHost(t *testing.T, n int) *netHost {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED: network namespaces need root")
+	}
+	for _, tool := range []string{"ip", "nft"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("SKIPPED: %s is missing (.ci/run installs iproute2 and nftables): %v", tool, err)
+		}
+	}
+	tag := fmt.Sprintf("%d%d", os.Getpid()%100000, n)
+	h := &netHost{name: "gsvt" + tag}
+	net := fmt.Sprintf("10.%d.%d", 180+n, os.Getpid()%250)
+	h.hostIP, h.nsIP = net+".1", net+".2"
+	hostIf, nsIf := "gh"+tag, "gd"+tag
+	steps := [][]string{
+		{"netns", "add", h.name},
+		{"link", "add", hostIf, "type", "veth", "peer", "name", nsIf},
+		{"link", "set", nsIf, "netns", h.name},
+		{"addr", "add", h.hostIP + "/24", "dev", hostIf},
+		{"link", "set", hostIf, "up"},
+		{"-n", h.name, "addr", "add", h.nsIP + "/24", "dev", nsIf},
+		{"-n", h.name, "link", "set", nsIf, "up"},
+		{"-n", h.name, "link", "set", "lo", "up"},
+	}
+	t.Cleanup(func() {
+		exec.Command("ip", "link", "del", hostIf).Run()
+		exec.Command("ip", "netns", "del", h.name).Run()
+	})
+	for _, s := range steps {
+		if out, err := exec.Command("ip", s...).CombinedOutput(); err != nil {
+			t.Skipf("SKIPPED: cannot make network namespaces here: ip %s: %v: %s", strings.Join(s, " "), err, out)
+		}
+	}
+	return h
+}
+
+// nft runs an nft command inside the namespace.
+func (h *netHost) nft(t *testing.T, args ...string) {
+	t.Helper()
+	out, err := exec.Command("ip", append([]string{"netns", "exec", h.name, "nft"}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("nft %s in %s: %v: %s", strings.Join(args, " "), h.name, err, out)
+	}
+}
+
+// blackhole drops every packet in and out of the namespace: the link
+// goes silent, with no FIN or reset.
+func (h *netHost) blackhole(t *testing.T) {
+	h.nft(t, "add", "table", "inet", "gsvtest")
+	h.nft(t, "add chain inet gsvtest in { type filter hook input priority 0; policy drop; }")
+	h.nft(t, "add chain inet gsvtest out { type filter hook output priority 0; policy drop; }")
+}
+
+func (h *netHost) restore(t *testing.T) { h.nft(t, "delete", "table", "inet", "gsvtest") }
+
+// startDevice runs `gsvfs serve --join` for device id inside h.
+func startDevice(t *testing.T, h *netHost, root, id, token string) *daemon {
+	t.Helper()
+	d := launch(t, &daemon{Root: root, prefix: []string{"ip", "netns", "exec", h.name}},
+		"serve", "--root", root, "--device", id, "--join", token)
+	t.Cleanup(func() { d.stop(t) })
+	return d
+}
+
+// joinToken asks the gateway of root for a token for device id, dialled
+// at addr.
+func joinToken(t *testing.T, root, id, addr string) string {
+	t.Helper()
+	out, err := exec.Command(binary, "device", "token", "--root", root, "--device", id, "--addr", addr).Output()
+	if err != nil {
+		t.Fatalf("gsvfs device token: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// gatewayPort is the port the gateway of root listens on for devices.
+func gatewayPort(t *testing.T, root string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, "private", "listen"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := strings.Fields(string(b))[0]
+	return addr[strings.LastIndex(addr, ":")+1:]
+}
+
+type deviceDesc struct {
+	DeviceID, Platform, Address, Mount, Description string
+	Online                                          bool
+	Implements                                      []string
+}
+
+func readDesc(t *testing.T, mnt, id string) deviceDesc {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(mnt, "sys/devices", id))
+	if err != nil {
+		t.Fatalf("cat /sys/devices/%s: %v", id, err)
+	}
+	var d deviceDesc
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatalf("/sys/devices/%s is no JSON object: %v: %s", id, err, b)
+	}
+	return d
+}
+
+// waitOnline waits until the descriptor says online is want, and says
+// how long that took.
+func waitOnline(t *testing.T, mnt, id string, want bool, limit time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for readDesc(t, mnt, id).Online != want {
+		if time.Since(start) > limit {
+			t.Fatalf("/sys/devices/%s: online is not %v after %v", id, want, limit)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+// failsWithin runs fn, which must fail, and reports how long it took;
+// it fails the test if fn has not returned by limit.
+func failsWithin(t *testing.T, what string, limit time.Duration, fn func() error) time.Duration {
+	t.Helper()
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- fn() }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Errorf("%s: no error from a device whose link is cut", what)
+		}
+		return time.Since(start)
+	case <-time.After(limit):
+		t.Fatalf("%s: still waiting after %v", what, limit)
+		return 0
+	}
+}
+
+func TestDevicesAcrossNamespaces(t *testing.T) {
+	hostA, hostB := newNetHost(t, 1), newNetHost(t, 2)
+	gw, sock := startServe(t, "--listen", "tls:0.0.0.0:0")
+	port := gatewayPort(t, gw.Root)
+	base := t.TempDir()
+	rootA, rootB := filepath.Join(base, "a"), filepath.Join(base, "b")
+	devA := startDevice(t, hostA, rootA, "alpha", joinToken(t, gw.Root, "alpha", hostA.hostIP+":"+port))
+	startDevice(t, hostB, rootB, "beta", joinToken(t, gw.Root, "beta", hostB.hostIP+":"+port))
+	m := mountServer(t, sock.String())
+	waitOnline(t, m.Mnt, "alpha", true, 10*time.Second)
+	waitOnline(t, m.Mnt, "beta", true, 10*time.Second)
+
+	d := readDesc(t, m.Mnt, "alpha")
+	if d.Mount != "/mnt/alpha" || d.Platform != "linux" || !strings.HasPrefix(d.Address, hostA.nsIP+":") {
+		t.Errorf("descriptor of alpha: %+v", d)
+	}
+	if got := strings.Fields(run(t, m.Mnt, "ls", "sys/devices")); strings.Join(got, " ") != "alpha beta gsv" {
+		t.Errorf("ls /sys/devices: %q", got)
+	}
+
+	// Files both ways, and a device-to-device copy.
+	a := filepath.Join(m.Mnt, "mnt/alpha/workspaces")
+	if err := os.WriteFile(filepath.Join(a, "from-gateway"), []byte("written at the gateway\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(rootA, "workspaces/from-gateway")); err != nil || string(b) != "written at the gateway\n" {
+		t.Errorf("the file on alpha's disk: %q, %v", b, err)
+	}
+	big := make([]byte, 16<<20)
+	rand.Read(big)
+	if err := os.WriteFile(filepath.Join(rootA, "workspaces/big"), big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(t, m.Mnt, "cp", "mnt/alpha/workspaces/big", "mnt/beta/workspaces/big")
+	got, err := os.ReadFile(filepath.Join(rootB, "workspaces/big"))
+	if err != nil || sha256.Sum256(got) != sha256.Sum256(big) {
+		t.Errorf("copy alpha -> beta through the gateway: %d bytes, %v; checksums differ", len(got), err)
+	}
+
+	// A session on alpha runs in alpha's network namespace.
+	run(t, m.Mnt, "mkdir", "mnt/alpha/proc/where")
+	if err := os.WriteFile(filepath.Join(m.Mnt, "mnt/alpha/proc/where/ctl"), []byte("exec ip -o -4 addr show\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := waitCommand(t, filepath.Join(m.Mnt, "mnt/alpha/proc/where"))
+	if !strings.Contains(out, hostA.nsIP) {
+		t.Errorf("a session on alpha does not run there: %q", out)
+	}
+
+	// Over 9P too.
+	_, tree := attach(t, sock)
+	if got := readTree(t, tree, "mnt/alpha/workspaces/from-gateway"); got != "written at the gateway\n" {
+		t.Errorf("over 9P: %q", got)
+	}
+
+	// Cut alpha's link without a FIN, mid-read of a session's stream.
+	run(t, m.Mnt, "mkdir", "mnt/alpha/proc/follow")
+	stream := exec.Command("cat", filepath.Join(m.Mnt, "mnt/alpha/proc/follow/stream"))
+	if err := stream.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	hostA.blackhole(t)
+	took := failsWithin(t, "cat of alpha's session stream", 4*time.Second, stream.Wait)
+	t.Logf("a blocked read on alpha failed %v after the cut (spec: 2s)", took)
+	took = failsWithin(t, "cat of a file on alpha", 4*time.Second, func() error {
+		_, err := os.ReadFile(filepath.Join(a, "from-gateway"))
+		return err
+	})
+	t.Logf("a new read on alpha failed %v after it began (spec: 2s)", took)
+	took = waitOnline(t, m.Mnt, "alpha", false, 6*time.Second)
+	t.Logf("alpha offline %v after the last check (spec: 3s)", took)
+	start := time.Now()
+	if _, err := os.ReadFile(filepath.Join(m.Mnt, "mnt/beta/workspaces/big")); err != nil {
+		t.Errorf("beta while alpha is cut: %v", err)
+	}
+	if _, err := os.ReadDir(filepath.Join(m.Mnt, "workspaces")); err != nil {
+		t.Errorf("the gateway's own tree while alpha is cut: %v", err)
+	}
+	t.Logf("16 MiB from beta and ls of /workspaces while alpha is cut: %v", time.Since(start))
+	if _, err := os.ReadDir(filepath.Join(m.Mnt, "mnt")); err != nil {
+		t.Errorf("ls /mnt while alpha is offline: %v", err)
+	}
+
+	// Back: alpha redials, paths resolve again.
+	hostA.restore(t)
+	took = waitOnline(t, m.Mnt, "alpha", true, 40*time.Second)
+	t.Logf("alpha back online %v after the link was restored", took)
+	if b, err := os.ReadFile(filepath.Join(a, "from-gateway")); err != nil || string(b) != "written at the gateway\n" {
+		t.Errorf("alpha's file after it came back: %q, %v", b, err)
+	}
+
+	// An idle link cut: only the link's own liveness can tell.
+	held, err := os.Open(filepath.Join(rootA, "workspaces/big"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	held.Close()
+	f, err := os.Open(filepath.Join(m.Mnt, "mnt/alpha/workspaces/big"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	first := make([]byte, 1<<20)
+	if _, err := io.ReadFull(f, first); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	hostA.blackhole(t)
+	took = waitOnline(t, m.Mnt, "alpha", false, 6*time.Second)
+	t.Logf("an idle alpha offline %v after its link was cut (spec: 3s)", took)
+	hostA.restore(t)
+	waitOnline(t, m.Mnt, "alpha", true, 40*time.Second)
+	// The file held open across the outage goes on where it was.
+	rest, err := io.ReadAll(f)
+	if err != nil {
+		t.Errorf("reading on from a file held open across the outage: %v", err)
+	} else if !bytes.Equal(append(first, rest...), big) {
+		t.Errorf("a file held open across the outage: %d bytes, not the file's", len(first)+len(rest))
+	}
+
+	// A device that stops answering without closing its link.
+	devA.cmd.Process.Signal(syscall.SIGSTOP)
+	failsWithin(t, "cat of a file on a stopped alpha", 4*time.Second, func() error {
+		_, err := os.ReadFile(filepath.Join(a, "from-gateway"))
+		return err
+	})
+	waitOnline(t, m.Mnt, "alpha", false, 6*time.Second)
+	devA.cmd.Process.Signal(syscall.SIGCONT)
+	waitOnline(t, m.Mnt, "alpha", true, 40*time.Second)
+
+	// Killed and restarted.
+	devA.cmd.Process.Kill()
+	<-devA.done
+	waitOnline(t, m.Mnt, "alpha", false, 6*time.Second)
+	if _, err := os.ReadFile(filepath.Join(a, "from-gateway")); err == nil {
+		t.Errorf("a read on a killed device worked")
+	}
+	startDevice(t, hostA, rootA, "alpha", joinToken(t, gw.Root, "", hostA.hostIP+":"+port))
+	waitOnline(t, m.Mnt, "alpha", true, 10*time.Second)
+	if b, err := os.ReadFile(filepath.Join(a, "from-gateway")); err != nil || string(b) != "written at the gateway\n" {
+		t.Errorf("alpha's file after a restart: %q, %v", b, err)
+	}
+}
+
+// waitCommand waits for the last command of a session and returns its
+// output.
+func waitCommand(t *testing.T, session string) string {
+	t.Helper()
+	if _, err := os.ReadFile(filepath.Join(session, "wait")); err != nil {
+		t.Fatalf("wait: %v", err)
+	}
+	b, err := os.ReadFile(filepath.Join(session, "stdout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// readTree reads a file of a 9P tree by its path.
+func readTree(t *testing.T, root vfs.Node, p string) string {
+	t.Helper()
+	ctx := t.Context()
+	dir, err := walkPath(ctx, root, path.Dir(p))
+	if err != nil {
+		t.Fatalf("walk %s: %v", p, err)
+	}
+	b, err := readNode(ctx, dir, path.Base(p))
+	if err != nil {
+		t.Fatalf("read %s: %v", p, err)
+	}
+	return string(b)
+}

@@ -1,0 +1,138 @@
+package devices
+
+import (
+	"context"
+	"os"
+	"sync"
+	"syscall"
+
+	"github.com/gsvfs/gsvfs/vfs"
+)
+
+// rhandle is an open file of a device. If the device comes back on a new
+// link, the next call opens the file at its path again and carries on:
+// reads and writes name their offsets, so nothing else is needed, unless
+// the file found there is not the one opened (then EIO, as for a file
+// gone).
+type rhandle struct {
+	n     *rnode
+	flags int    // as opened, less what only the first open may do
+	ident uint64 // the server's id of the file, 0 if unknown
+
+	mu    sync.Mutex
+	inner vfs.Handle
+	link  *remote
+}
+
+func (n *rnode) handle(in vfs.Node, link *remote, h vfs.Handle, flags int) vfs.Handle {
+	rh := &rhandle{n: n, flags: flags &^ (os.O_CREATE | os.O_EXCL | os.O_TRUNC), inner: h, link: link}
+	if id, ok := in.(identified); ok {
+		rh.ident = id.Identity()
+	}
+	if _, ok := h.(vfs.DirReader); ok {
+		return &rdirHandle{rh}
+	}
+	return rh
+}
+
+// cur is the open handle on the device's current link, reopened there
+// if the link changed.
+func (h *rhandle) cur(ctx context.Context, op string) (vfs.Handle, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	link := h.n.g.link(h.n.id)
+	if link == nil {
+		return nil, vfs.Error(op, h.n.where(), ehostdown)
+	}
+	if link == h.link {
+		return h.inner, nil
+	}
+	in, _, err := h.n.cur(ctx, op)
+	if err != nil {
+		return nil, vfs.Error(op, h.n.where(), syscall.EIO)
+	}
+	if id, ok := in.(identified); ok && h.ident != 0 && id.Identity() != h.ident {
+		return nil, vfs.Error(op, h.n.where(), syscall.EIO) // another file now
+	}
+	nh, err := in.Open(ctx, h.flags)
+	if err != nil {
+		return nil, vfs.Error(op, h.n.where(), syscall.EIO)
+	}
+	h.inner.Close() // the old link's: gone with it
+	h.inner, h.link = nh, link
+	return nh, nil
+}
+
+func (h *rhandle) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	in, err := h.cur(ctx, "read")
+	if err != nil {
+		return 0, err
+	}
+	return in.ReadAt(ctx, p, off)
+}
+
+func (h *rhandle) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
+	in, err := h.cur(ctx, "write")
+	if err != nil {
+		return 0, err
+	}
+	return in.WriteAt(ctx, p, off)
+}
+
+func (h *rhandle) Close() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.link != h.n.g.link(h.n.id) {
+		h.inner.Close()
+		return nil // its link is gone: nothing left to close there
+	}
+	return h.inner.Close()
+}
+
+func (h *rhandle) Sync(ctx context.Context) error {
+	in, err := h.cur(ctx, "fsync")
+	if err != nil {
+		return err
+	}
+	if s, ok := in.(vfs.Syncer); ok {
+		return s.Sync(ctx)
+	}
+	return nil
+}
+
+func (h *rhandle) Attr(ctx context.Context) (vfs.Attr, error) {
+	in, err := h.cur(ctx, "stat")
+	if err != nil {
+		return vfs.Attr{}, err
+	}
+	if a, ok := in.(vfs.HandleAttrer); ok {
+		return a.Attr(ctx)
+	}
+	return h.n.Attr(ctx)
+}
+
+func (h *rhandle) SetAttr(ctx context.Context, s vfs.SetAttr) (vfs.Attr, error) {
+	in, err := h.cur(ctx, "setattr")
+	if err != nil {
+		return vfs.Attr{}, err
+	}
+	if a, ok := in.(vfs.HandleAttrer); ok {
+		return a.SetAttr(ctx, s)
+	}
+	return h.n.SetAttr(ctx, s)
+}
+
+// rdirHandle is an open directory of a device.
+type rdirHandle struct{ *rhandle }
+
+func (d *rdirHandle) ReadDir(ctx context.Context, off uint64) ([]vfs.DirEntry, error) {
+	in, err := d.cur(ctx, "readdir")
+	if err != nil {
+		return nil, err
+	}
+	dr, ok := in.(vfs.DirReader)
+	if !ok {
+		return nil, vfs.Error("readdir", d.n.where(), syscall.ENOTDIR)
+	}
+	return dr.ReadDir(ctx, off)
+}
