@@ -1,15 +1,19 @@
 package devices
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
+	"reflect"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gsvfs/gsvfs/vfs"
@@ -312,3 +316,55 @@ func (g *Gateway) describe(id string) []byte {
 }
 
 func (g *Gateway) descIno(id string) uint64 { return g.descInos.of(id) }
+
+// applyDescriptor applies a descriptor written by the gateway's owner:
+// only the description may change.
+func (g *Gateway) applyDescriptor(id string, b []byte) error {
+	var want map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&want); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			return io.ErrUnexpectedEOF
+		}
+		return vfs.Error("write", id, syscall.EINVAL)
+	}
+	if dec.More() {
+		return vfs.Error("write", id, syscall.EINVAL)
+	}
+	var have map[string]json.RawMessage
+	json.Unmarshal(g.describe(id), &have)
+	var desc *string
+	for k, v := range want {
+		if k == "description" {
+			var s string
+			if json.Unmarshal(v, &s) != nil {
+				return vfs.Error("write", id, syscall.EINVAL)
+			}
+			desc = &s
+			continue
+		}
+		if k == "lastSeen" {
+			continue // moves with every read; writing back a copy is no change
+		}
+		if !sameJSON(have[k], v) {
+			g.log.Info("refused a change to a device's own fact", "device", id, "field", k)
+			return vfs.Error("write", id, syscall.EPERM)
+		}
+	}
+	if desc == nil {
+		return nil
+	}
+	if err := g.store.SetDescription(id, *desc); err != nil {
+		return vfs.Error("write", id, syscall.EIO)
+	}
+	return nil
+}
+
+// sameJSON reports whether two JSON values are equal as values.
+func sameJSON(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
+}

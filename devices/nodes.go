@@ -1,7 +1,10 @@
 package devices
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"io"
 	"os"
 	"sync"
 	"syscall"
@@ -63,22 +66,68 @@ type descFile struct {
 	id string
 }
 
+// Attr: the gateway's owner may write the file, to set the description.
 func (f *descFile) Attr(context.Context) (vfs.Attr, error) {
 	now := time.Now()
-	return vfs.Attr{Ino: f.g.descIno(f.id), Mode: syscall.S_IFREG | 0o444, Nlink: 1,
+	return vfs.Attr{Ino: f.g.descIno(f.id), Mode: syscall.S_IFREG | 0o644, Nlink: 1,
+		Uid: uint32(os.Geteuid()), Gid: uint32(os.Getegid()),
 		Atime: now, Mtime: now, Ctime: now, Volatile: true}, nil
 }
 
-func (f *descFile) SetAttr(context.Context, vfs.SetAttr) (vfs.Attr, error) {
-	return vfs.Attr{}, vfs.Error("setattr", f.id, syscall.EPERM)
+// SetAttr allows truncation alone, which `>` asks for before writing.
+func (f *descFile) SetAttr(ctx context.Context, s vfs.SetAttr) (vfs.Attr, error) {
+	if s.Valid&^(vfs.SetSize|vfs.SetAtime|vfs.SetMtime|vfs.SetAtimeNow|vfs.SetMtimeNow) != 0 {
+		return vfs.Attr{}, vfs.Error("setattr", f.id, syscall.EPERM)
+	}
+	return f.Attr(ctx)
 }
 
 func (f *descFile) Open(_ context.Context, flags int) (vfs.Handle, error) {
-	if flags&(os.O_WRONLY|os.O_RDWR|os.O_TRUNC) != 0 {
-		return nil, vfs.Error("open", f.id, syscall.EPERM)
+	if flags&(os.O_WRONLY|os.O_RDWR) != 0 {
+		return &descWriter{f: f}, nil
 	}
 	return vfs.BytesHandle(f.g.describe(f.id)), nil
 }
+
+// descWriter takes a JSON object written to /sys/devices/ID. It applies
+// it as soon as what was written parses, so the write that completes it
+// gets the answer (close(2) cannot carry it over 9P): EINVAL for what is
+// no JSON object, EPERM for a change to any field but description. A
+// field written with the value it has is no change, so the descriptor
+// read, edited and written back works.
+type descWriter struct {
+	f    *descFile
+	mu   sync.Mutex
+	buf  []byte
+	done bool
+}
+
+func (w *descWriter) ReadAt(context.Context, []byte, int64) (int, error) {
+	return 0, vfs.Error("read", w.f.id, syscall.EBADF)
+}
+
+func (w *descWriter) WriteAt(_ context.Context, p []byte, off int64) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done && len(bytes.TrimSpace(p)) == 0 {
+		return len(p), nil
+	}
+	if w.done || off != int64(len(w.buf)) || len(w.buf)+len(p) > maxFrame {
+		return 0, vfs.Error("write", w.f.id, syscall.EINVAL)
+	}
+	w.buf = append(w.buf, p...)
+	err := w.f.g.applyDescriptor(w.f.id, w.buf)
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return len(p), nil // more to come
+	}
+	w.done = true
+	if err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+func (w *descWriter) Close() error { return nil }
 
 // inoTable gives each name of a dynamic directory an inode number of its
 // own, kept for the daemon's life.

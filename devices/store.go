@@ -342,12 +342,13 @@ func (s *Store) Description(id string) string {
 	return text
 }
 
-// SetDescription records the owner's description of a known device.
+// SetDescription records the owner's description of device id.
 func (s *Store) SetDescription(id, text string) error {
 	return s.update(func(st *storeState) error {
 		d := st.Devices[id]
 		if d == nil {
-			return fmt.Errorf("no device %s", id)
+			d = &knownDevice{}
+			st.Devices[id] = d
 		}
 		d.Description = text
 		return nil

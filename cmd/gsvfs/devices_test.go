@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -186,6 +187,21 @@ func TestDevicesAcrossNamespaces(t *testing.T) {
 	}
 	if got := strings.Fields(run(t, m.Mnt, "ls", "sys/devices")); strings.Join(got, " ") != "alpha beta gsv" {
 		t.Errorf("ls /sys/devices: %q", got)
+	}
+
+	// The owner describes a device; its own facts are not the owner's.
+	descPath := filepath.Join(m.Mnt, "sys/devices/alpha")
+	if err := os.WriteFile(descPath, []byte(`{"description":"the alpha box"}`+"\n"), 0o644); err != nil {
+		t.Errorf("writing alpha's description: %v", err)
+	}
+	if got := readDesc(t, m.Mnt, "alpha").Description; got != "the alpha box" {
+		t.Errorf("alpha's description: %q", got)
+	}
+	if err := os.WriteFile(descPath, []byte(`{"platform":"windows"}`), 0o644); !errors.Is(err, syscall.EPERM) {
+		t.Errorf("writing alpha's platform: %v, want EPERM", err)
+	}
+	if err := os.WriteFile(descPath, []byte(`{platform`), 0o644); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("writing malformed JSON: %v, want EINVAL", err)
 	}
 
 	// Files both ways, and a device-to-device copy.
