@@ -44,7 +44,14 @@ type device struct {
 	lastSeen    time.Time
 	// link is the live 9P client and its attach, nil while offline.
 	link *remote
+	// instance is the daemon that joined last; superseded, the ones it
+	// took the place of, which are told so if they dial again.
+	instance   string
+	superseded []string
 }
+
+// maxSuperseded bounds what a gateway remembers of replaced daemons.
+const maxSuperseded = 8
 
 type remote struct {
 	client *ninep.Client
@@ -188,6 +195,12 @@ func (g *Gateway) accept(raw net.Conn) {
 	if h.Device != g.o.Self {
 		err = g.store.Admit(h.Device, fp, h.Token)
 	}
+	if err == nil && g.isSuperseded(h) {
+		g.log.Warn("device link refused: a newer daemon of the device joined since", "peer", peer, "device", h.Device)
+		writeFrame(tc, welcome{Superseded: true, Error: "a newer daemon of device " + h.Device + " joined the gateway since; the newer one wins"})
+		tc.Close()
+		return
+	}
 	if err != nil {
 		g.log.Warn("device link refused", "peer", peer, "device", h.Device, "key", fp[:12], "err", err)
 		writeFrame(tc, welcome{Error: err.Error()})
@@ -228,6 +241,13 @@ func (g *Gateway) online(h hello, peer string, r *remote) {
 		g.devices[h.Device] = d
 	}
 	old := d.link
+	if d.instance != "" && d.instance != h.Instance {
+		d.superseded = append(d.superseded, d.instance)
+		if len(d.superseded) > maxSuperseded {
+			d.superseded = d.superseded[1:]
+		}
+	}
+	d.instance = h.Instance
 	now := time.Now()
 	d.facts, d.addr, d.link, d.connectedAt, d.lastSeen = h.Facts, peer, r, now, now
 	g.mu.Unlock()
@@ -237,6 +257,15 @@ func (g *Gateway) online(h hello, peer string, r *remote) {
 	}
 	g.log.Info("device online", "device", h.Device, "peer", peer, "platform", h.Facts.Platform)
 	g.sync() // a first join makes the device known: mount it
+}
+
+// isSuperseded reports whether h comes from a daemon that a newer one of
+// the same device replaced.
+func (g *Gateway) isSuperseded(h hello) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	d := g.devices[h.Device]
+	return d != nil && slices.Contains(d.superseded, h.Instance)
 }
 
 func (g *Gateway) offline(id string, client *ninep.Client) {

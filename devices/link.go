@@ -2,6 +2,7 @@ package devices
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/binary"
@@ -10,7 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
+	mrand "math/rand/v2"
 	"net"
 	"sync"
 	"time"
@@ -37,12 +38,22 @@ type hello struct {
 	Device string `json:"device"`
 	Token  string `json:"token,omitempty"`
 	Facts  Facts  `json:"facts"`
+	// Instance tells one running daemon from another with the same
+	// identity: a daemon restarted, or a copy of its state started twice.
+	Instance string `json:"instance"`
 }
 
-// welcome is the gateway's answer: empty Error means joined.
+// welcome is the gateway's answer: empty Error means joined. Superseded
+// says another daemon of the same device joined after this one: it has
+// the device's place, and this one stops joining.
 type welcome struct {
-	Error string `json:"error,omitempty"`
+	Error      string `json:"error,omitempty"`
+	Superseded bool   `json:"superseded,omitempty"`
 }
+
+// errSuperseded ends Join: the gateway took a newer daemon of the same
+// device in this one's place.
+var errSuperseded = errors.New("another daemon of this device joined the gateway after this one")
 
 // handshakeTimeout bounds the TLS handshake and the hellos, so a peer
 // that says nothing cannot hold a connection open.
@@ -142,6 +153,8 @@ type JoinOptions struct {
 	// returns at once; the link's Close reports its end.
 	Serve func(net.Conn)
 	Log   *slog.Logger
+
+	instance string // this daemon's, made by Join
 }
 
 // Join keeps the device joined to its gateway until ctx ends: it dials,
@@ -151,8 +164,15 @@ type JoinOptions struct {
 func Join(ctx context.Context, o JoinOptions) {
 	const first, most = 500 * time.Millisecond, 30 * time.Second
 	delay := first
+	if o.instance == "" {
+		o.instance = rand.Text()
+	}
 	for ctx.Err() == nil {
 		ended, err := dialOnce(ctx, o)
+		if errors.Is(err, errSuperseded) {
+			o.Log.Error("not joining the gateway again", "gateway", o.Token.Addr, "device", o.Device, "err", err)
+			return
+		}
 		if err != nil {
 			o.Log.Warn("join failed", "gateway", o.Token.Addr, "err", err, "retry", delay)
 		} else {
@@ -165,7 +185,7 @@ func Join(ctx context.Context, o JoinOptions) {
 				return
 			}
 		}
-		wait := delay/2 + rand.N(delay/2+1)
+		wait := delay/2 + mrand.N(delay/2+1)
 		delay = min(2*delay, most)
 		select {
 		case <-time.After(wait):
@@ -186,7 +206,7 @@ func dialOnce(ctx context.Context, o JoinOptions) (<-chan struct{}, error) {
 	}
 	deadline, _ := hctx.Deadline()
 	nc.SetDeadline(deadline)
-	h := hello{Device: o.Device, Token: o.Token.Secret, Facts: o.Facts}
+	h := hello{Device: o.Device, Token: o.Token.Secret, Facts: o.Facts, Instance: o.instance}
 	var w welcome
 	if err := writeFrame(nc, h); err != nil {
 		nc.Close()
@@ -195,6 +215,10 @@ func dialOnce(ctx context.Context, o JoinOptions) (<-chan struct{}, error) {
 	if err := readFrame(nc, &w); err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("gateway's answer: %w", err)
+	}
+	if w.Superseded {
+		nc.Close()
+		return nil, fmt.Errorf("%w: %s", errSuperseded, w.Error)
 	}
 	if w.Error != "" {
 		nc.Close()

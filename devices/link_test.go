@@ -205,49 +205,45 @@ func TestJoinServeAndLeave(t *testing.T) {
 func TestNewerLinkWins(t *testing.T) {
 	gw := startGateway(t)
 	tok := gw.token(t, "")
-	dir := t.TempDir()
-	// Two daemons with one identity, as after a restart the old link has
-	// not noticed yet.
-	ident, err := LoadIdentity(dir)
+	// Two daemons with one identity: a copy of a device's state started
+	// twice, or a restart the old link has not noticed yet.
+	ident, err := LoadIdentity(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	var links []*watchedConn
-	for range 2 {
+	join := func(log *logBuffer) (stopped chan struct{}, cancel func()) {
 		srv := ninep.NewServer(vfs.NewStaticDir(nil), ninep.ServerOptions{})
-		defer srv.Close(context.Background())
-		var c *watchedConn
-		_, err := dialOnce(context.Background(), JoinOptions{Token: tok, Device: "lap", Identity: ident,
-			Serve: func(nc net.Conn) { c = nc.(*watchedConn); srv.ServeConn(nc) }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		links = append(links, c)
+		t.Cleanup(func() { srv.Close(context.Background()) })
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		stopped = make(chan struct{})
+		go func() {
+			defer close(stopped)
+			Join(ctx, JoinOptions{Token: tok, Device: "lap", Identity: ident, Serve: srv.ServeConn,
+				Log: slog.New(slog.NewTextHandler(log, nil))})
+		}()
+		return stopped, cancel
 	}
-	// Whichever the gateway took second wins; the other is closed.
+	oldLog, newLog := &logBuffer{}, &logBuffer{}
+	oldDone, _ := join(oldLog)
+	eventually(t, "the first daemon online", func() bool { return gw.describeOf(t, "lap").Online })
+	newDone, _ := join(newLog)
 	select {
-	case <-links[0].ended:
-	case <-links[1].ended:
-	case <-time.After(3 * time.Second):
-		t.Fatalf("both links of lap are still open")
+	case <-oldDone:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the older daemon still joins:\n%s", oldLog)
 	}
-	time.Sleep(100 * time.Millisecond)
-	open := 0
-	for _, c := range links {
-		select {
-		case <-c.ended:
-		default:
-			open++
-		}
-	}
-	if open != 1 {
-		t.Errorf("links of lap open: %d, want 1", open)
+	if !strings.Contains(oldLog.String(), "newer one wins") {
+		t.Errorf("the older daemon was not told why:\n%s", oldLog)
 	}
 	if !strings.Contains(gw.log.String(), "closing its older link") {
 		t.Errorf("gateway log does not say why the older link went:\n%s", gw.log)
 	}
-	if !gw.describeOf(t, "lap").Online {
-		t.Errorf("the newer link is not online")
+	eventually(t, "the newer daemon online", func() bool { return gw.describeOf(t, "lap").Online })
+	select {
+	case <-newDone:
+		t.Errorf("the newer daemon stopped joining:\n%s", newLog)
+	case <-time.After(500 * time.Millisecond):
 	}
 }
 
