@@ -2,6 +2,7 @@ package mounts
 
 import (
 	"context"
+	"path"
 	"slices"
 	"syscall"
 
@@ -116,7 +117,7 @@ func (d *dirHandle) ReadDir(ctx context.Context, off uint64) ([]vfs.DirEntry, er
 		}
 		for _, e := range entries {
 			off = vfs.ShiftDirOffset(e.Next, k)
-			if slices.Contains(d.mounts, e.Name) {
+			if slices.Contains(d.mounts, e.Name) || d.n.view.refuses(path.Join(d.n.path, e.Name)) {
 				continue
 			}
 			e.Ino = d.n.mnt.fold(e.Ino)

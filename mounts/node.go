@@ -16,6 +16,7 @@ type node struct {
 	path  string
 	inner vfs.Node
 	mnt   *mount
+	view  *view // nil: the whole table
 }
 
 func (n *node) virtual() bool { return n.inner == nil }
@@ -51,7 +52,14 @@ func (n *node) SetAttr(ctx context.Context, s vfs.SetAttr) (vfs.Attr, error) {
 
 // child wraps a backend node reached at name.
 func (n *node) child(name string, inner vfs.Node) *node {
-	return &node{t: n.t, path: path.Join(n.path, name), inner: inner, mnt: n.mnt}
+	return &node{t: n.t, path: path.Join(n.path, name), inner: inner, mnt: n.mnt, view: n.view}
+}
+
+// at is the namespace node for p, seen through n's view.
+func (n *node) at(p string) *node {
+	m := n.t.nodeAt(p)
+	m.view = n.view
+	return m
 }
 
 func (n *node) Lookup(ctx context.Context, name string) (vfs.Node, error) {
@@ -59,8 +67,11 @@ func (n *node) Lookup(ctx context.Context, name string) (vfs.Node, error) {
 		return nil, err
 	}
 	p := path.Join(n.path, name)
+	if n.view.refuses(p) {
+		return nil, vfs.Error("lookup", p, syscall.ENOENT)
+	}
 	if n.t.mountAt(p) != nil {
-		return n.t.nodeAt(p), nil
+		return n.at(p), nil
 	}
 	err := vfs.Error("lookup", p, syscall.ENOENT)
 	if !n.virtual() {
@@ -72,7 +83,7 @@ func (n *node) Lookup(ctx context.Context, name string) (vfs.Node, error) {
 	// A name on the way to a mount point exists even where the backend
 	// has no such entry.
 	if vfs.Errno(err) == syscall.ENOENT && n.t.busy(p) {
-		return n.t.nodeAt(p), nil
+		return n.at(p), nil
 	}
 	return nil, err
 }
@@ -82,7 +93,7 @@ func (n *node) Open(ctx context.Context, flags int) (vfs.Handle, error) {
 		if flags&(os.O_WRONLY|os.O_RDWR) != 0 {
 			return nil, vfs.Error("open", n.path, syscall.EISDIR)
 		}
-		return &dirHandle{n: n, mounts: n.t.childMounts(n.path)}, nil
+		return &dirHandle{n: n, mounts: n.childMounts()}, nil
 	}
 	h, err := n.inner.Open(ctx, flags)
 	if err != nil {
@@ -95,7 +106,7 @@ func (n *node) Open(ctx context.Context, flags int) (vfs.Handle, error) {
 // the mount points beneath and folded inode numbers.
 func (n *node) wrap(h vfs.Handle) vfs.Handle {
 	if dr, ok := h.(vfs.DirReader); ok {
-		return &dirHandle{n: n, inner: h, dr: dr, mounts: n.t.childMounts(n.path)}
+		return &dirHandle{n: n, inner: h, dr: dr, mounts: n.childMounts()}
 	}
 	fh := &fileHandle{inner: h, n: n}
 	if fl, ok := h.(vfs.Flusher); ok {
@@ -111,6 +122,9 @@ func (n *node) mutable(op, name string) error {
 		return err
 	}
 	p := path.Join(n.path, name)
+	if n.view.refuses(p) {
+		return vfs.Error(op, p, syscall.ENOENT)
+	}
 	if n.virtual() {
 		return vfs.Error(op, p, syscall.EROFS)
 	}
@@ -123,6 +137,9 @@ func (n *node) mutable(op, name string) error {
 // creating is mutable, but an existing mount point is EEXIST, as for any
 // existing name.
 func (n *node) creating(op, name string) error {
+	if p := path.Join(n.path, name); n.view.refuses(p) {
+		return vfs.Error(op, p, syscall.EACCES)
+	}
 	err := n.mutable(op, name)
 	if vfs.Errno(err) == syscall.EBUSY {
 		return vfs.Error(op, path.Join(n.path, name), syscall.EEXIST)
@@ -197,6 +214,9 @@ func (n *node) RenameFlags(ctx context.Context, oldName string, newDir vfs.Node,
 	to, err := n.peer("rename", newDir)
 	if err != nil {
 		return err
+	}
+	if err := to.creating("rename", newName); vfs.Errno(err) == syscall.EACCES {
+		return err // onto a refused name
 	}
 	if err := to.mutable("rename", newName); err != nil {
 		return err

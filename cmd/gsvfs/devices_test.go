@@ -87,10 +87,10 @@ func (h *netHost) blackhole(t *testing.T) {
 func (h *netHost) restore(t *testing.T) { h.nft(t, "delete", "table", "inet", "gsvtest") }
 
 // startDevice runs `gsvfs serve --join` for device id inside h.
-func startDevice(t *testing.T, h *netHost, root, id, token string) *daemon {
+func startDevice(t *testing.T, h *netHost, root, id, token string, extra ...string) *daemon {
 	t.Helper()
 	d := launch(t, &daemon{Root: root, prefix: []string{"ip", "netns", "exec", h.name}},
-		"serve", "--root", root, "--device", id, "--join", token)
+		append([]string{"serve", "--root", root, "--device", id, "--join", token}, extra...)...)
 	t.Cleanup(func() { d.stop(t) })
 	return d
 }
@@ -175,7 +175,14 @@ func TestDevicesAcrossNamespaces(t *testing.T) {
 	port := gatewayPort(t, gw.Root)
 	base := t.TempDir()
 	rootA, rootB := filepath.Join(base, "a"), filepath.Join(base, "b")
-	devA := startDevice(t, hostA, rootA, "alpha", joinToken(t, gw.Root, "alpha", hostA.hostIP+":"+port))
+	// alpha exports a host directory of its own, less what it refuses.
+	src := filepath.Join(base, "src")
+	for p, data := range map[string]string{"go.mod": "module x\n", "secrets/token": "hidden\n", "keep/.ssh/id": "key\n"} {
+		os.MkdirAll(filepath.Dir(filepath.Join(src, p)), 0o755)
+		os.WriteFile(filepath.Join(src, p), []byte(data), 0o644)
+	}
+	exportA := []string{"--bind", src + ":/workspaces/src", "--refuse", "**/secrets/**"}
+	devA := startDevice(t, hostA, rootA, "alpha", joinToken(t, gw.Root, "alpha", hostA.hostIP+":"+port), exportA...)
 	startDevice(t, hostB, rootB, "beta", joinToken(t, gw.Root, "beta", hostB.hostIP+":"+port))
 	m := mountServer(t, sock.String())
 	waitOnline(t, m.Mnt, "alpha", true, 10*time.Second)
@@ -187,6 +194,22 @@ func TestDevicesAcrossNamespaces(t *testing.T) {
 	}
 	if got := strings.Fields(run(t, m.Mnt, "ls", "sys/devices")); strings.Join(got, " ") != "alpha beta gsv" {
 		t.Errorf("ls /sys/devices: %q", got)
+	}
+
+	// What alpha exports: its bound directory, less the refused paths.
+	if b, err := os.ReadFile(filepath.Join(m.Mnt, "mnt/alpha/workspaces/src/go.mod")); err != nil || string(b) != "module x\n" {
+		t.Errorf("alpha's bound directory through the gateway: %q, %v", b, err)
+	}
+	for _, p := range []string{"secrets", "secrets/token", "keep/.ssh", "keep/.ssh/id"} {
+		if _, err := os.Stat(filepath.Join(m.Mnt, "mnt/alpha/workspaces/src", p)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("refused %s through the gateway: %v, want ENOENT", p, err)
+		}
+	}
+	if got := strings.Fields(run(t, m.Mnt, "ls", "-A", "mnt/alpha/workspaces/src")); strings.Join(got, " ") != "go.mod keep" {
+		t.Errorf("ls of alpha's bound directory: %q", got)
+	}
+	if err := os.Mkdir(filepath.Join(m.Mnt, "mnt/alpha/workspaces/src/secrets"), 0o755); !errors.Is(err, syscall.EACCES) {
+		t.Errorf("mkdir of a refused name through the gateway: %v, want EACCES", err)
 	}
 
 	// The owner describes a device; its own facts are not the owner's.
@@ -322,7 +345,7 @@ func TestDevicesAcrossNamespaces(t *testing.T) {
 	if _, err := os.ReadFile(filepath.Join(a, "from-gateway")); err == nil {
 		t.Errorf("a read on a killed device worked")
 	}
-	startDevice(t, hostA, rootA, "alpha", joinToken(t, gw.Root, "", hostA.hostIP+":"+port))
+	startDevice(t, hostA, rootA, "alpha", joinToken(t, gw.Root, "", hostA.hostIP+":"+port), exportA...)
 	waitOnline(t, m.Mnt, "alpha", true, 10*time.Second)
 	if b, err := os.ReadFile(filepath.Join(a, "from-gateway")); err != nil || string(b) != "written at the gateway\n" {
 		t.Errorf("alpha's file after a restart: %q, %v", b, err)

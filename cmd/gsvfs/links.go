@@ -30,9 +30,9 @@ func splitTLS(listen []string) (tlsAddrs, plain []string) {
 }
 
 // startLinks opens the gateway's TLS listeners and, with --join, keeps
-// this daemon joined to its gateway, serving its tree on that link with
-// srv. It returns the listeners' addresses.
-func startLinks(ctx context.Context, root string, f serveFlags, tlsAddrs []string, t *tree, srv *ninep.Server) ([]string, error) {
+// this daemon joined to its gateway, serving its export (the tree less
+// the refused paths) on that link. It returns the listeners' addresses.
+func startLinks(ctx context.Context, root string, f serveFlags, tlsAddrs []string, t *tree) ([]string, error) {
 	if len(tlsAddrs) == 0 && f.join == "" {
 		return nil, nil
 	}
@@ -67,8 +67,10 @@ func startLinks(ctx context.Context, root string, f serveFlags, tlsAddrs []strin
 		if err != nil {
 			return nil, fmt.Errorf("--join: %w", err)
 		}
+		export := ninep.NewServer(t.export, ninep.ServerOptions{Log: slog.Default()})
+		context.AfterFunc(ctx, func() { stopNinep(export) })
 		go devices.Join(ctx, devices.JoinOptions{Token: tok, Device: f.device, Identity: id,
-			Facts: localFacts(), Serve: srv.ServeConn, Log: slog.Default()})
+			Facts: localFacts(), Serve: export.ServeConn, Log: slog.Default()})
 	}
 	return where, nil
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -22,6 +23,8 @@ type serveFlags struct {
 	listen      []string
 	device      string
 	join        string
+	binds       []string
+	refuse      []string
 	insecureTCP bool
 	cpuProfile  string
 	sessions    sessionFlags
@@ -57,6 +60,8 @@ gets the server's rights (root's, for a server run as root), commands in
 	cmd.Flags().StringVar(&f.root, "root", "", "state directory (default $XDG_DATA_HOME/gsvfs, /var/lib/gsvfs for root)")
 	cmd.Flags().StringArrayVar(&f.listen, "listen", nil, "where to listen: unix:PATH or tcp:HOST:PORT (repeatable; default unix:ROOT/gsvfs.sock)")
 	cmd.Flags().StringVar(&f.device, "device", defaultDevice, "this machine's device id, in /sys/devices and at a gateway's /mnt/ID")
+	cmd.Flags().StringArrayVar(&f.binds, "bind", nil, "serve the host directory HOSTDIR at PATH of the tree, as HOSTDIR:PATH (repeatable)")
+	cmd.Flags().StringArrayVar(&f.refuse, "refuse", nil, "never export paths matching this pattern to a gateway, such as '**/secrets/**' (repeatable; added to the defaults, see gsvfs-devices(7))")
 	cmd.Flags().StringVar(&f.join, "join", "", "join the gateway this token (from `gsvfs device token`) names, and stay joined")
 	cmd.Flags().BoolVar(&f.insecureTCP, "insecure-tcp", false, "allow an unauthenticated loopback TCP listener: every local user gets the server's rights (root's, if run as root), including running commands through /proc")
 	cmd.Flags().StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the server to this file until it exits")
@@ -87,7 +92,8 @@ func runServe(stdout io.Writer, f serveFlags) error {
 		return err
 	}
 	defer stopProfile()
-	tree, err := buildTree(root, f.device, f.sessions.config())
+	tree, err := buildTree(root, treeOptions{self: f.device, sessions: f.sessions.config(),
+		binds: f.binds, refuse: append(slices.Clone(defaultRefused), f.refuse...)})
 	if err != nil {
 		return err
 	}
@@ -99,7 +105,7 @@ func runServe(stdout io.Writer, f serveFlags) error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	linked, err := startLinks(ctx, root, f, tlsAddrs, tree, srv)
+	linked, err := startLinks(ctx, root, f, tlsAddrs, tree)
 	if err != nil {
 		stopNinep(srv)
 		return err

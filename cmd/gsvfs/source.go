@@ -36,7 +36,7 @@ func openSource(f mountFlags) (*source, error) {
 		slog.Info("a daemon already serves the state directory; attaching to it", "socket", sock.Addr)
 		return remoteSource(sock)
 	}
-	tree, err := buildTree(root, defaultDevice, f.sessions.config())
+	tree, err := buildTree(root, treeOptions{self: defaultDevice, sessions: f.sessions.config(), refuse: defaultRefused})
 	if err != nil {
 		return nil, err
 	}

@@ -92,9 +92,21 @@ func makeTree(dir string, mode os.FileMode) error {
 	return os.Chmod(dir, mode) // exact, whatever the umask
 }
 
+// treeOptions are what a daemon's namespace is made of beyond the state
+// directory.
+type treeOptions struct {
+	self     string // this machine's device id
+	sessions shelld.Config
+	binds    []string // HOSTDIR:PATH, host directories served at PATH
+	refuse   []string // patterns a device's link does not export
+}
+
 // tree is the namespace a daemon serves, and how to end it.
 type tree struct {
 	root vfs.Node
+	// export is what the daemon serves to a gateway it joins: root less
+	// the refused paths.
+	export vfs.Node
 	// gateway shows the devices in /sys/devices and /mnt.
 	gateway *devices.Gateway
 	// close ends the sessions of /proc, killing their processes.
@@ -105,9 +117,8 @@ type tree struct {
 // forgotten when nobody lists /proc.
 const reapEvery = 30 * time.Second
 
-// buildTree composes the namespace served from the state directory root;
-// self is this machine's device id.
-func buildTree(root, self string, sessions shelld.Config) (*tree, error) {
+// buildTree composes the namespace served from the state directory root.
+func buildTree(root string, o treeOptions) (*tree, error) {
 	t := mounts.New()
 	for _, name := range diskTrees {
 		d, err := diskfs.New(filepath.Join(root, name))
@@ -130,13 +141,20 @@ func buildTree(root, self string, sessions shelld.Config) (*tree, error) {
 			return nil, err
 		}
 	}
-	mgr := shelld.NewManager(sessions)
+	if err := bindHostDirs(t, o.binds); err != nil {
+		return nil, err
+	}
+	export, err := t.Refusing(o.refuse)
+	if err != nil {
+		return nil, err
+	}
+	mgr := shelld.NewManager(o.sessions)
 	proc := procfs.New(mgr, procfs.Options{Resolve: resolver(root)})
 	if err := t.Mount("/proc", proc.Root()); err != nil {
 		mgr.Close()
 		return nil, err
 	}
-	gw, err := newGateway(root, self, t)
+	gw, err := newGateway(root, o.self, t)
 	if err != nil {
 		mgr.Close()
 		return nil, err
@@ -145,8 +163,31 @@ func buildTree(root, self string, sessions shelld.Config) (*tree, error) {
 	go gw.Watch(ctx)
 	stop := make(chan struct{})
 	go reapSessions(proc, stop)
-	return &tree{root: t.Root(), gateway: gw, close: sync.OnceFunc(func() { cancel(); close(stop); mgr.Close() })}, nil
+	return &tree{root: t.Root(), export: export, gateway: gw, close: sync.OnceFunc(func() { cancel(); close(stop); mgr.Close() })}, nil
 }
+
+// bindHostDirs serves each HOSTDIR:PATH of binds as a disk tree at PATH,
+// with the confinement of the state directory's own trees.
+func bindHostDirs(t *mounts.Table, binds []string) error {
+	for _, b := range binds {
+		host, at, ok := strings.Cut(b, ":")
+		if !ok || !filepath.IsAbs(host) || !path.IsAbs(at) || path.Clean(at) != at || at == "/" {
+			return fmt.Errorf("--bind %q: want HOSTDIR:PATH, both absolute, such as /home/me/src:/workspaces/src", b)
+		}
+		d, err := diskfs.New(host)
+		if err != nil {
+			return fmt.Errorf("--bind %s: %w", b, err)
+		}
+		if err := t.Mount(at, d.Root()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// defaultRefused are the paths a device never exports, whatever it
+// binds: keys and credentials kept under a home directory.
+var defaultRefused = []string{"**/.ssh/**", "**/.gnupg/**", "**/.aws/**", "**/.netrc"}
 
 // privateDir holds what no tree exports: the daemon's key, the tokens it
 // issued, the devices' pinned keys. It sits beside the disk trees in the
