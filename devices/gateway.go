@@ -3,6 +3,7 @@ package devices
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
@@ -29,7 +30,10 @@ type Gateway struct {
 
 	descInos *inoTable
 	started  time.Time
-	mounted  map[string]bool // ids mounted at /mnt/ID; guarded by mu
+	ctx      context.Context    // Watch's, for the dialers; guarded by mu
+	dialers  map[string]*dialer // guarded by mu
+	served   []servedGateway    // guarded by mu
+	mounted  map[string]bool    // ids mounted at /mnt/ID; guarded by mu
 
 	mu      sync.Mutex
 	devices map[string]*device
@@ -70,12 +74,15 @@ type GatewayOptions struct {
 	// Mount and Unmount put a device's tree at /mnt/ID in the namespace
 	// when the device becomes known, and take it away when forgotten.
 	Mount, Unmount func(id string, root vfs.Node)
-	Log            *slog.Logger
+	// Serve serves this daemon's export on a link that a gateway dialled
+	// (gsvfs device add on the gateway); nil refuses such gateways.
+	Serve func(net.Conn)
+	Log   *slog.Logger
 }
 
 // NewGateway serves the devices store knows and admits.
 func NewGateway(store *Store, o GatewayOptions) *Gateway {
-	g := &Gateway{o: o, store: store, log: o.Log, devices: map[string]*device{}, descInos: newInoTable(), mounted: map[string]bool{}, started: time.Now()}
+	g := &Gateway{o: o, store: store, log: o.Log, devices: map[string]*device{}, descInos: newInoTable(), mounted: map[string]bool{}, started: time.Now(), dialers: map[string]*dialer{}}
 	g.sync()
 	return g
 }
@@ -119,12 +126,70 @@ func (g *Gateway) sync() {
 			r.client.Close()
 		}
 	}
+	g.syncDialers()
+	g.dropRevokedGateways()
+}
+
+// syncDialers keeps one dialler running for each device the gateway is
+// to dial, and stops those of devices no longer to be dialled.
+func (g *Gateway) syncDialers() {
+	want := g.store.Dialed()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.ctx == nil {
+		return // not watching yet
+	}
+	for id, d := range g.dialers {
+		if tok, ok := want[id]; !ok || tok != d.tok {
+			d.cancel()
+			delete(g.dialers, id)
+		}
+	}
+	for id, tok := range want {
+		if g.dialers[id] == nil {
+			ctx, cancel := context.WithCancel(g.ctx)
+			g.dialers[id] = &dialer{tok: tok, cancel: cancel}
+			go g.dial(ctx, id, tok)
+		}
+	}
+}
+
+// dialer is the running dial loop of a device that listens.
+type dialer struct {
+	tok    Token
+	cancel context.CancelFunc
+}
+
+// dial keeps a link to device id, which listens where tok says, until
+// ctx ends: the gateway dials, the device serves.
+func (g *Gateway) dial(ctx context.Context, id string, tok Token) {
+	var b backoff
+	instance := rand.Text()
+	for ctx.Err() == nil {
+		h := hello{Role: roleGateway, Device: g.o.Self, Token: tok.Secret, Instance: instance}
+		tc, w, err := handshake(ctx, tok, g.identity(), h)
+		if err != nil {
+			g.log.Warn("dialling device failed", "device", id, "addr", tok.Addr, "err", err)
+			b.wait(ctx)
+			continue
+		}
+		if w.Device != id {
+			g.log.Warn("a dialled device calls itself otherwise", "device", id, "says", w.Device)
+		}
+		b.reset()
+		g.useLink(tc, hello{Device: id, Facts: w.Facts, Instance: "dialled"}, tok.Gateway, tok.Addr)
+		b.wait(ctx)
+	}
 }
 
 // Watch applies changes that `gsvfs device` commands make to the store
 // (every half second) until ctx ends: a revoked device's link is closed
-// within that time.
+// within that time, and devices added to be dialled are dialled.
 func (g *Gateway) Watch(ctx context.Context) {
+	g.mu.Lock()
+	g.ctx = ctx
+	g.mu.Unlock()
+	g.sync()
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -142,6 +207,20 @@ func (g *Gateway) SetIdentity(id *Identity) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.o.Identity = id
+}
+
+// ServeGateways lets gateways that dial this daemon (with a token it
+// issued) be served its export by serve.
+func (g *Gateway) ServeGateways(serve func(net.Conn)) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.o.Serve = serve
+}
+
+func (g *Gateway) exportServer() func(net.Conn) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.o.Serve
 }
 
 func (g *Gateway) identity() *Identity {
@@ -191,6 +270,10 @@ func (g *Gateway) accept(raw net.Conn) {
 		tc.Close()
 		return
 	}
+	if h.Role == roleGateway {
+		g.serveGateway(tc, h, fp, peer)
+		return
+	}
 	err := fmt.Errorf("%w: %s is this gateway's own id", ErrRefused, h.Device)
 	if h.Device != g.o.Self {
 		err = g.store.Admit(h.Device, fp, h.Token)
@@ -212,6 +295,75 @@ func (g *Gateway) accept(raw net.Conn) {
 		return
 	}
 	raw.SetDeadline(time.Time{})
+	g.useLink(tc, h, fp, peer)
+}
+
+// serveGateway answers a gateway that dialled this daemon as a device:
+// admitted by a token this daemon issued (its key pinned then, as a
+// device's is), it is told this daemon's facts and served its export.
+func (g *Gateway) serveGateway(tc *tls.Conn, h hello, fp, peer string) {
+	serve := g.exportServer()
+	if serve == nil {
+		writeFrame(tc, welcome{Error: "this daemon exports nothing to gateways"})
+		tc.Close()
+		return
+	}
+	if err := g.store.AdmitGateway(h.Device, fp, h.Token); err != nil {
+		g.log.Warn("gateway link refused", "peer", peer, "gateway", h.Device, "key", fp[:12], "err", err)
+		writeFrame(tc, welcome{Error: err.Error()})
+		tc.Close()
+		return
+	}
+	if err := writeFrame(tc, welcome{Device: g.o.Self, Facts: g.o.Facts}); err != nil {
+		tc.Close()
+		return
+	}
+	tc.NetConn().SetDeadline(time.Time{})
+	g.log.Info("serving a gateway", "gateway", h.Device, "peer", peer)
+	c := &watchedConn{Conn: tc, ended: make(chan struct{})}
+	g.mu.Lock()
+	g.served = append(g.served, servedGateway{id: h.Device, key: fp, conn: c})
+	g.mu.Unlock()
+	serve(c)
+}
+
+// servedGateway is a link on which this daemon serves a gateway that
+// dialled it, closed if the gateway's key is no longer admitted.
+type servedGateway struct {
+	id, key string
+	conn    *watchedConn
+}
+
+// dropRevokedGateways closes the links of gateways no longer admitted.
+func (g *Gateway) dropRevokedGateways() {
+	g.mu.Lock()
+	served := g.served
+	g.served = nil
+	g.mu.Unlock()
+	var kept []servedGateway
+	for _, s := range served {
+		select {
+		case <-s.conn.ended:
+			continue // over
+		default:
+		}
+		if g.store.PinnedGateway(s.id, s.key) {
+			kept = append(kept, s)
+			continue
+		}
+		g.log.Warn("closing a gateway's link: its key is no longer admitted", "gateway", s.id)
+		s.conn.Close()
+	}
+	g.mu.Lock()
+	g.served = append(g.served, kept...)
+	g.mu.Unlock()
+}
+
+// useLink makes the gateway the 9P client of a device's tree on an
+// authenticated link, and keeps the device online until the link ends.
+func (g *Gateway) useLink(tc *tls.Conn, h hello, fp, peer string) {
+	ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
+	defer cancel()
 	// Probed after a second of silence even when idle: a device that
 	// vanishes without a FIN shows offline in under two seconds.
 	client, err := ninep.NewClient(ctx, tc, ninep.ClientOptions{Idle: linkIdle})

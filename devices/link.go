@@ -41,7 +41,12 @@ type hello struct {
 	// Instance tells one running daemon from another with the same
 	// identity: a daemon restarted, or a copy of its state started twice.
 	Instance string `json:"instance"`
+	// Role is roleGateway when a gateway dialled a device: it sends its
+	// own id, and the device serves it. Empty: a device dialled a gateway.
+	Role string `json:"role,omitempty"`
 }
+
+const roleGateway = "gateway"
 
 // welcome is the gateway's answer: empty Error means joined. Superseded
 // says another daemon of the same device joined after this one: it has
@@ -49,6 +54,9 @@ type hello struct {
 type welcome struct {
 	Error      string `json:"error,omitempty"`
 	Superseded bool   `json:"superseded,omitempty"`
+	// Device and Facts: a device's answer to a gateway that dialled it.
+	Device string `json:"device,omitempty"`
+	Facts  Facts  `json:"facts"`
 }
 
 // errSuperseded ends Join: the gateway took a newer daemon of the same
@@ -162,11 +170,10 @@ type JoinOptions struct {
 // backoff and jitter (30 s at most). A refusal by the gateway is retried
 // the same way, since the owner may still pin or revoke.
 func Join(ctx context.Context, o JoinOptions) {
-	const first, most = 500 * time.Millisecond, 30 * time.Second
-	delay := first
 	if o.instance == "" {
 		o.instance = rand.Text()
 	}
+	var b backoff
 	for ctx.Err() == nil {
 		ended, err := dialOnce(ctx, o)
 		if errors.Is(err, errSuperseded) {
@@ -174,60 +181,83 @@ func Join(ctx context.Context, o JoinOptions) {
 			return
 		}
 		if err != nil {
-			o.Log.Warn("join failed", "gateway", o.Token.Addr, "err", err, "retry", delay)
+			o.Log.Warn("join failed", "gateway", o.Token.Addr, "err", err)
 		} else {
 			o.Log.Info("joined", "gateway", o.Token.Addr, "device", o.Device)
 			select {
 			case <-ended:
 				o.Log.Warn("link to gateway lost", "gateway", o.Token.Addr)
-				delay = first
+				b.reset()
 			case <-ctx.Done():
 				return
 			}
 		}
-		wait := delay/2 + mrand.N(delay/2+1)
-		delay = min(2*delay, most)
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-		}
+		b.wait(ctx)
 	}
 }
 
 // dialOnce makes one link and hands it to Serve; the returned channel is
 // closed when the link ends.
 func dialOnce(ctx context.Context, o JoinOptions) (<-chan struct{}, error) {
-	hctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
-	defer cancel()
-	d := &tls.Dialer{NetDialer: &net.Dialer{KeepAliveConfig: keepAlive}, Config: clientTLS(o.Identity, o.Token.Gateway)}
-	nc, err := d.DialContext(hctx, "tcp", o.Token.Addr)
+	h := hello{Device: o.Device, Token: o.Token.Secret, Facts: o.Facts, Instance: o.instance}
+	nc, _, err := handshake(ctx, o.Token, o.Identity, h)
 	if err != nil {
 		return nil, err
 	}
-	deadline, _ := hctx.Deadline()
-	nc.SetDeadline(deadline)
-	h := hello{Device: o.Device, Token: o.Token.Secret, Facts: o.Facts, Instance: o.instance}
-	var w welcome
-	if err := writeFrame(nc, h); err != nil {
-		nc.Close()
-		return nil, err
-	}
-	if err := readFrame(nc, &w); err != nil {
-		nc.Close()
-		return nil, fmt.Errorf("gateway's answer: %w", err)
-	}
-	if w.Superseded {
-		nc.Close()
-		return nil, fmt.Errorf("%w: %s", errSuperseded, w.Error)
-	}
-	if w.Error != "" {
-		nc.Close()
-		return nil, fmt.Errorf("gateway refused: %s", w.Error)
-	}
-	nc.SetDeadline(time.Time{})
 	c := &watchedConn{Conn: nc, ended: make(chan struct{})}
 	o.Serve(c)
 	return c.ended, nil
+}
+
+// handshake dials the peer a token names, checks its key, says hello and
+// reads the answer: a link ready for 9P, or the peer's refusal.
+func handshake(ctx context.Context, tok Token, id *Identity, h hello) (*tls.Conn, welcome, error) {
+	var w welcome
+	hctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+	defer cancel()
+	d := &tls.Dialer{NetDialer: &net.Dialer{KeepAliveConfig: keepAlive}, Config: clientTLS(id, tok.Gateway)}
+	nc, err := d.DialContext(hctx, "tcp", tok.Addr)
+	if err != nil {
+		return nil, w, err
+	}
+	tc := nc.(*tls.Conn)
+	deadline, _ := hctx.Deadline()
+	tc.SetDeadline(deadline)
+	if err := writeFrame(tc, h); err != nil {
+		tc.Close()
+		return nil, w, err
+	}
+	if err := readFrame(tc, &w); err != nil {
+		tc.Close()
+		return nil, w, fmt.Errorf("the peer's answer: %w", err)
+	}
+	if w.Superseded {
+		tc.Close()
+		return nil, w, fmt.Errorf("%w: %s", errSuperseded, w.Error)
+	}
+	if w.Error != "" {
+		tc.Close()
+		return nil, w, fmt.Errorf("refused: %s", w.Error)
+	}
+	tc.SetDeadline(time.Time{})
+	return tc, w, nil
+}
+
+// backoff is the wait before the next dial: exponential from half a
+// second to 30 s, with jitter so that many peers do not redial at once.
+type backoff struct{ delay time.Duration }
+
+const firstDelay, mostDelay = 500 * time.Millisecond, 30 * time.Second
+
+func (b *backoff) reset() { b.delay = 0 }
+
+// wait sleeps the next delay, or until ctx ends.
+func (b *backoff) wait(ctx context.Context) {
+	b.delay = min(max(2*b.delay, firstDelay), mostDelay)
+	select {
+	case <-time.After(b.delay/2 + mrand.N(b.delay/2+1)):
+	case <-ctx.Done():
+	}
 }
 
 // watchedConn reports its Close.

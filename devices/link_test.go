@@ -330,3 +330,40 @@ func TestRefusedPeers(t *testing.T) {
 		}
 	}
 }
+
+// A gateway dials a device that listens, with a token the device issued:
+// the device serves it, and revoking that token on the device cuts it.
+func TestGatewayDialsDevice(t *testing.T) {
+	gw := startGateway(t)
+	dev := startGateway(t) // a daemon listening for links, as a device
+	srv := ninep.NewServer(vfs.NewStaticDir(map[string]vfs.Node{"hello": vfs.NewTextFile([]byte("served\n"))}), ninep.ServerOptions{})
+	defer srv.Close(context.Background())
+	dev.ServeGateways(srv.ServeConn)
+	dev.o.Self, dev.o.Facts = "desk", Facts{Platform: "linux", Arch: "riscv64"}
+
+	tok := dev.token(t, "gw")
+	if err := gw.store.AddDialed("desk", tok); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "desk online", func() bool { return gw.describeOf(t, "desk").Online })
+	if d := gw.describeOf(t, "desk"); d.Arch != "riscv64" {
+		t.Errorf("the dialled device's facts: %+v", d)
+	}
+	root := gw.mount("desk")
+	if root == nil {
+		t.Fatal("desk not mounted")
+	}
+	if got, err := readAll(t, root, "hello"); err != nil || got != "served\n" {
+		t.Errorf("reading from the dialled device: %q, %v", got, err)
+	}
+	// The device knows the gateway as a gateway, not as a device of its own.
+	if ids := dev.ids(); strings.Join(ids, ",") != "desk" {
+		t.Errorf("the device's own device list: %v", ids)
+	}
+	toks, _ := dev.store.Tokens()
+	if err := dev.store.Revoke(toks[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "desk offline after the device revoked the gateway", func() bool { return !gw.describeOf(t, "desk").Online })
+	eventually(t, "the gateway refused on redial", func() bool { return strings.Contains(gw.log.String(), "revoked") })
+}

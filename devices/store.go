@@ -66,6 +66,9 @@ type Store struct {
 type storeState struct {
 	Tokens  []issued                `json:"tokens"`
 	Devices map[string]*knownDevice `json:"devices"`
+	// Gateways are the gateways that dialled this daemon as a device,
+	// admitted and pinned as devices are; they are not devices of it.
+	Gateways map[string]*knownDevice `json:"gateways,omitempty"`
 }
 
 // issued is a token as the gateway remembers it.
@@ -83,6 +86,9 @@ type knownDevice struct {
 	Fingerprint string `json:"fingerprint,omitempty"`
 	Description string `json:"description,omitempty"`
 	Token       string `json:"token,omitempty"` // the id of the token it joined with
+	// Dial is how the gateway reaches a device that listens (gsvfs
+	// device add): the device's address, key and a token it issued.
+	Dial *Token `json:"dial,omitempty"`
 }
 
 // OpenStore opens the store in the private directory dir, making the
@@ -111,6 +117,9 @@ func (s *Store) load() (*storeState, error) {
 	}
 	if st.Devices == nil {
 		st.Devices = map[string]*knownDevice{}
+	}
+	if st.Gateways == nil {
+		st.Gateways = map[string]*knownDevice{}
 	}
 	return st, nil
 }
@@ -207,8 +216,10 @@ func (s *Store) Revoke(id string) error {
 			return fmt.Errorf("no token %q", id)
 		}
 		found.Revoked = true
-		if d := st.Devices[found.UsedBy]; d != nil && d.Token == found.ID {
-			d.Fingerprint = ""
+		for _, peers := range []map[string]*knownDevice{st.Devices, st.Gateways} {
+			if d := peers[found.UsedBy]; d != nil && d.Token == found.ID {
+				d.Fingerprint = ""
+			}
 		}
 		return nil
 	})
@@ -257,11 +268,21 @@ var ErrRefused = errors.New("join refused")
 // unknown one needs a live token for that id, and its key is pinned
 // then. Another key for a pinned id is refused whatever the token.
 func (s *Store) Admit(id, fp, secret string) error {
+	return s.admit(id, fp, secret, func(st *storeState) map[string]*knownDevice { return st.Devices })
+}
+
+// AdmitGateway is Admit for a gateway that dials this daemon as a device.
+func (s *Store) AdmitGateway(id, fp, secret string) error {
+	return s.admit(id, fp, secret, func(st *storeState) map[string]*knownDevice { return st.Gateways })
+}
+
+func (s *Store) admit(id, fp, secret string, table func(*storeState) map[string]*knownDevice) error {
 	if err := CheckID(id); err != nil {
 		return fmt.Errorf("%w: %v", ErrRefused, err)
 	}
 	return s.update(func(st *storeState) error {
-		d := st.Devices[id]
+		peers := table(st)
+		d := peers[id]
 		if d != nil && d.Fingerprint != "" {
 			if subtle.ConstantTimeCompare([]byte(d.Fingerprint), []byte(fp)) == 1 {
 				return errUnchanged
@@ -275,11 +296,45 @@ func (s *Store) Admit(id, fp, secret string) error {
 		t.UsedBy = id
 		if d == nil {
 			d = &knownDevice{}
-			st.Devices[id] = d
+			peers[id] = d
 		}
 		d.Fingerprint, d.Token = fp, t.ID
 		return nil
 	})
+}
+
+// AddDialed records a device that the gateway dials, with the token the
+// device issued for it: the device's address and key, and the secret
+// that admits the gateway there. The device's key is pinned at once.
+func (s *Store) AddDialed(id string, tok Token) error {
+	if err := CheckID(id); err != nil {
+		return err
+	}
+	return s.update(func(st *storeState) error {
+		d := st.Devices[id]
+		if d == nil {
+			d = &knownDevice{}
+			st.Devices[id] = d
+		}
+		if d.Fingerprint != "" && d.Fingerprint != tok.Gateway {
+			return fmt.Errorf("device %s is known with another key; gsvfs device rm it first", id)
+		}
+		d.Fingerprint, d.Dial = tok.Gateway, &tok
+		return nil
+	})
+}
+
+// Dialed lists the devices the gateway dials, with their tokens.
+func (s *Store) Dialed() map[string]Token {
+	out := map[string]Token{}
+	s.view(func(st *storeState) {
+		for id, d := range st.Devices {
+			if d.Dial != nil {
+				out[id] = *d.Dial
+			}
+		}
+	})
+	return out
 }
 
 // errUnchanged ends an update that needs no saving, successfully.
@@ -290,6 +345,16 @@ func (s *Store) Pinned(id, fp string) bool {
 	ok := false
 	s.view(func(st *storeState) {
 		d := st.Devices[id]
+		ok = d != nil && d.Fingerprint == fp
+	})
+	return ok
+}
+
+// PinnedGateway reports whether gateway id is admitted with key fp now.
+func (s *Store) PinnedGateway(id, fp string) bool {
+	ok := false
+	s.view(func(st *storeState) {
+		d := st.Gateways[id]
 		ok = d != nil && d.Fingerprint == fp
 	})
 	return ok

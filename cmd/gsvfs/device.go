@@ -28,8 +28,9 @@ func deviceCommand() *cobra.Command {
 		Use:   "device",
 		Short: "manage the devices of a gateway and their join tokens",
 		Long: `device manages the machines joined to this gateway (see gsvfs-devices(7)):
-it issues join tokens, lists devices and tokens, and removes devices or
-revokes tokens. A running gateway applies a change within a second.`,
+it issues join tokens, adds devices to dial, lists devices and tokens, and
+removes devices or revokes tokens. A running gateway applies a change
+within a second.`,
 	}
 	cmd.PersistentFlags().StringVar(&root, "root", "", "the gateway's state directory (default $XDG_DATA_HOME/gsvfs, /var/lib/gsvfs for root)")
 	rootDir := func() (string, error) {
@@ -38,8 +39,8 @@ revokes tokens. A running gateway applies a change within a second.`,
 		}
 		return prepareRoot(root)
 	}
-	cmd.AddCommand(deviceTokenCommand(rootDir), deviceLsCommand(rootDir), deviceRmCommand(rootDir),
-		deviceRevokeCommand(rootDir), deviceTokensCommand(rootDir))
+	cmd.AddCommand(deviceTokenCommand(rootDir), deviceAddCommand(rootDir), deviceLsCommand(rootDir),
+		deviceRmCommand(rootDir), deviceRevokeCommand(rootDir), deviceTokensCommand(rootDir))
 	return cmd
 }
 
@@ -244,6 +245,35 @@ func readNode(ctx context.Context, dir vfs.Node, name string) ([]byte, error) {
 			return nil, err
 		}
 	}
+}
+
+func deviceAddCommand(rootDir func() (string, error)) *cobra.Command {
+	var addr string
+	cmd := &cobra.Command{
+		Use:   "add ID TOKEN",
+		Short: "dial a device that listens, with a token the device issued",
+		Long: `add makes the gateway dial device ID and keep a link to it. The device runs
+gsvfs serve --listen tls:HOST:PORT and issues the token there with
+gsvfs device token; the token carries the device's address and key, and
+admits this gateway. --addr dials another address than the token's.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			tok, err := devices.ParseToken(args[1])
+			if err != nil {
+				return fmt.Errorf("%w (a bare address is not enough: both ends authenticate, so the device's token is needed)", err)
+			}
+			if addr != "" {
+				tok.Addr = addr
+			}
+			store, _, err := openStore(rootDir)
+			if err != nil {
+				return err
+			}
+			return store.AddDialed(args[0], tok)
+		},
+	}
+	cmd.Flags().StringVar(&addr, "addr", "", "dial this HOST:PORT instead of the token's address")
+	return cmd
 }
 
 func deviceRmCommand(rootDir func() (string, error)) *cobra.Command {

@@ -183,7 +183,14 @@ func TestDevicesAcrossNamespaces(t *testing.T) {
 	}
 	exportA := []string{"--bind", src + ":/workspaces/src", "--refuse", "**/secrets/**"}
 	devA := startDevice(t, hostA, rootA, "alpha", joinToken(t, gw.Root, "alpha", hostA.hostIP+":"+port), exportA...)
-	startDevice(t, hostB, rootB, "beta", joinToken(t, gw.Root, "beta", hostB.hostIP+":"+port))
+	// beta listens, and the gateway dials it with a token beta issued.
+	devB := launch(t, &daemon{Root: rootB, prefix: []string{"ip", "netns", "exec", hostB.name}},
+		"serve", "--root", rootB, "--device", "beta", "--listen", "tls:0.0.0.0:0")
+	t.Cleanup(func() { devB.stop(t) })
+	betaTok := joinToken(t, rootB, "gsv", hostB.nsIP+":"+gatewayPort(t, rootB))
+	if out, err := exec.Command(binary, "device", "add", "--root", gw.Root, "beta", betaTok).CombinedOutput(); err != nil {
+		t.Fatalf("gsvfs device add: %v: %s", err, out)
+	}
 	m := mountServer(t, sock.String())
 	waitOnline(t, m.Mnt, "alpha", true, 10*time.Second)
 	waitOnline(t, m.Mnt, "beta", true, 10*time.Second)
@@ -194,6 +201,12 @@ func TestDevicesAcrossNamespaces(t *testing.T) {
 	}
 	if got := strings.Fields(run(t, m.Mnt, "ls", "sys/devices")); strings.Join(got, " ") != "alpha beta gsv" {
 		t.Errorf("ls /sys/devices: %q", got)
+	}
+	if d := readDesc(t, m.Mnt, "beta"); !strings.HasPrefix(d.Address, hostB.nsIP+":") {
+		t.Errorf("descriptor of the dialled beta: %+v", d)
+	}
+	if got := run(t, m.Mnt, binary, "device", "ls", "--root", gw.Root); !strings.Contains(got, "beta") || !strings.Contains(got, "true") {
+		t.Errorf("gsvfs device ls:\n%s", got)
 	}
 
 	// What alpha exports: its bound directory, less the refused paths.

@@ -29,18 +29,20 @@ func splitTLS(listen []string) (tlsAddrs, plain []string) {
 	return tlsAddrs, plain
 }
 
-// startLinks opens the gateway's TLS listeners and, with --join, keeps
-// this daemon joined to its gateway, serving its export (the tree less
-// the refused paths) on that link. It returns the listeners' addresses.
+// startLinks gives the daemon its identity, opens the TLS listeners
+// (devices join there, and gateways added with `gsvfs device add` dial
+// there) and, with --join, keeps the daemon joined to its gateway. Every
+// link a gateway uses is served the export: the tree less the refused
+// paths. It returns the listeners' addresses.
 func startLinks(ctx context.Context, root string, f serveFlags, tlsAddrs []string, t *tree) ([]string, error) {
-	if len(tlsAddrs) == 0 && f.join == "" {
-		return nil, nil
-	}
 	id, err := devices.LoadIdentity(privateDir(root))
 	if err != nil {
 		return nil, err
 	}
 	t.gateway.SetIdentity(id)
+	export := ninep.NewServer(t.export, ninep.ServerOptions{Log: slog.Default()})
+	context.AfterFunc(ctx, func() { stopNinep(export) })
+	t.gateway.ServeGateways(export.ServeConn)
 	var where []string
 	for _, addr := range tlsAddrs {
 		lc := net.ListenConfig{}
@@ -67,8 +69,6 @@ func startLinks(ctx context.Context, root string, f serveFlags, tlsAddrs []strin
 		if err != nil {
 			return nil, fmt.Errorf("--join: %w", err)
 		}
-		export := ninep.NewServer(t.export, ninep.ServerOptions{Log: slog.Default()})
-		context.AfterFunc(ctx, func() { stopNinep(export) })
 		go devices.Join(ctx, devices.JoinOptions{Token: tok, Device: f.device, Identity: id,
 			Facts: localFacts(), Serve: export.ServeConn, Log: slog.Default()})
 	}
