@@ -367,3 +367,19 @@ func TestGatewayDialsDevice(t *testing.T) {
 	eventually(t, "desk offline after the device revoked the gateway", func() bool { return !gw.describeOf(t, "desk").Online })
 	eventually(t, "the gateway refused on redial", func() bool { return strings.Contains(gw.log.String(), "revoked") })
 }
+
+// The edges forget /mnt/ID as they forget any node; the device's tree
+// must stay reachable after that, on the same link.
+func TestForgottenRootStaysUsable(t *testing.T) {
+	gw := startGateway(t)
+	startDevice(t, gw.token(t, "lap"), "lap")
+	eventually(t, "lap online", func() bool { return gw.describeOf(t, "lap").Online })
+	root := gw.mount("lap")
+	if _, err := readAll(t, root, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	root.(vfs.Forgetter).Forget()
+	if got, err := readAll(t, root, "hello"); err != nil || got != "hi from lap\n" {
+		t.Errorf("after the root was forgotten: %q, %v", got, err)
+	}
+}

@@ -110,8 +110,12 @@ func (n *rnode) child(name string, in vfs.Node, link *remote) *rnode {
 	return &rnode{g: n.g, id: n.id, path: path.Join(n.path, name), inner: in, link: link}
 }
 
-// Forget gives back the node's fid on its link.
+// Forget gives back the node's fid on its link. The root is the link's
+// own attach, shared by every walk, and stays.
 func (n *rnode) Forget() {
+	if n.path == "" {
+		return
+	}
 	n.mu.Lock()
 	in := n.inner
 	n.inner, n.link = nil, nil
