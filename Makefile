@@ -37,13 +37,15 @@ test: vet
 
 # Go benchmarks, the FUSE comparison against native disk, and the 9P
 # comparisons against diod (a Go client, then the Linux client in qemu),
-# and /proc sessions (round trips, one-shots, idle cost).
+# /proc sessions (round trips, one-shots, idle cost), and a device's files
+# through a gateway against direct, with added network delay.
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./...
 	bash bench/fusebench.sh
 	bash bench/ninepbench.sh
 	bash bench/vm9pbench.sh
 	bash bench/procbench.sh
+	bash bench/devicebench.sh
 
 install: build
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man7
