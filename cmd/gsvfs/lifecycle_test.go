@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // The daemon's life: durability across a restart, recovery from a killed

@@ -18,7 +18,6 @@ import (
 
 	"github.com/gsvfs/gsvfs/shelld"
 	"github.com/gsvfs/gsvfs/vfs"
-	"github.com/gsvfs/gsvfs/vfs/fusefs"
 	"github.com/gsvfs/gsvfs/vfs/ninep"
 )
 
@@ -96,7 +95,7 @@ func dialRoot(root string) (procClient, error) {
 // the one gsvfs mount there is. Several mounts and none implied is an
 // error naming them.
 func dialImplied() (procClient, error) {
-	mounts := fusefs.Mounts()
+	mounts := gsvfsMounts()
 	if wd, err := os.Getwd(); err == nil {
 		if mnt, ok := enclosingMount(wd, mounts); ok {
 			return openMountProc(mnt)

@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -863,7 +865,7 @@ func TestSemFileOps(t *testing.T) {
 		s := sub(t)
 		a := filepath.Join(s, "a")
 		write(t, a, "shared")
-		nlink := func(p string) uint64 { return smLstat(t, p).Nlink }
+		nlink := func(p string) uint64 { return uint64(smLstat(t, p).Nlink) }
 		names := []string{a}
 		for i := range 3 {
 			p := filepath.Join(s, fmt.Sprintf("l%d", i))

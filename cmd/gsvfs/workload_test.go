@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // Real workloads on the mount — git, the Go toolchain, tar and sqlite3 —

@@ -1,6 +1,4 @@
-// Package diskfs serves a host directory as a vfs tree: the disk-backed
-// /home, /workspaces and /etc of gsvfs. It is the one package that touches
-// host paths.
+// This file and the other _linux.go files are diskfs on Linux.
 //
 // Confinement does not rest on string checks. Every operation names a child
 // of a directory the package already holds open (an O_PATH descriptor) and
@@ -25,6 +23,7 @@
 // abandon them when a context is cancelled: FUSE reports an interrupt
 // whenever Go's runtime signals a thread, and an open must not fail with
 // EINTR for that.
+
 package diskfs
 
 import (

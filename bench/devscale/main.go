@@ -1,0 +1,171 @@
+// Command devscale joins many devices to one running gateway and
+// measures what they cost it: its resident memory per idle device, how
+// long `ls -l /sys/devices` takes through its mount, and whether devices
+// joining and leaving slow a stat on another device.
+//
+//	devscale -root GATEWAY_STATE -mnt GATEWAY_MOUNT -pid GATEWAY_PID -n 100
+//
+// The devices run in this process, each with its own key, token and TLS
+// link, serving a one-file tree. Run by bench/devicebench.sh.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gsvfs/gsvfs/devices"
+	"github.com/gsvfs/gsvfs/vfs"
+	"github.com/gsvfs/gsvfs/vfs/ninep"
+)
+
+func main() {
+	root := flag.String("root", "", "the gateway's state directory")
+	mnt := flag.String("mnt", "", "where the gateway's tree is mounted")
+	pid := flag.Int("pid", 0, "the gateway daemon's pid")
+	n := flag.Int("n", 100, "devices to join")
+	flag.Parse()
+	private := filepath.Join(*root, "private")
+	store, err := devices.OpenStore(private)
+	check(err)
+	gwID, err := devices.LoadIdentity(private)
+	check(err)
+	addrs, err := os.ReadFile(filepath.Join(private, "listen"))
+	check(err)
+	addr := strings.Fields(string(addrs))[0]
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+
+	before := rss(*pid)
+	tmp, err := os.MkdirTemp("", "devscale")
+	check(err)
+	defer os.RemoveAll(tmp)
+	join := func(i int) context.CancelFunc {
+		id := fmt.Sprintf("d%03d", i)
+		ident, err := devices.LoadIdentity(filepath.Join(tmp, id))
+		check(err)
+		tok, err := store.Issue(addr, gwID.Fingerprint, id, time.Hour)
+		check(err)
+		tree := vfs.NewStaticDir(map[string]vfs.Node{"hello": vfs.NewTextFile([]byte(id + "\n"))})
+		srv := ninep.NewServer(tree, ninep.ServerOptions{Log: quiet})
+		ctx, cancel := context.WithCancel(context.Background())
+		go devices.Join(ctx, devices.JoinOptions{Token: tok, Device: id, Identity: ident, Serve: srv.ServeConn, Log: quiet})
+		return func() { cancel(); srv.Close(context.Background()) }
+	}
+	stops := make([]context.CancelFunc, *n+1)
+	for i := 1; i <= *n; i++ {
+		stops[i] = join(i)
+	}
+	start := time.Now()
+	for online(*mnt) < *n {
+		if time.Since(start) > 2*time.Minute {
+			log.Fatalf("only %d of %d devices online after 2 minutes", online(*mnt), *n)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	joined := time.Since(start)
+	time.Sleep(2 * time.Second) // let the links go idle
+	after := rss(*pid)
+
+	var ls []time.Duration
+	for range 7 {
+		t0 := time.Now()
+		check(exec.Command("ls", "-l", filepath.Join(*mnt, "sys/devices")).Run())
+		ls = append(ls, time.Since(t0))
+	}
+
+	target := filepath.Join(*mnt, "mnt/d001/hello")
+	statQuiet := stats(target, 300, nil)
+	churn := func(stop <-chan struct{}) {
+		for i := 2; ; i = i%*n + 2 {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			stops[i]()
+			stops[i] = join(i)
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	statChurn := stats(target, 300, churn)
+
+	fmt.Printf("| %d devices joined | in %.1f s |\n", *n, joined.Seconds())
+	fmt.Printf("| gateway resident memory per idle device | %.2f MiB (%d -> %d MiB) |\n",
+		float64(after-before)/float64(*n)/1024, before/1024, after/1024)
+	fmt.Printf("| `ls -l /sys/devices`, median of 7 | %.1f ms |\n", ms(median(ls)))
+	fmt.Printf("| stat on a device's file, p50 / p99, quiet | %.2f / %.2f ms |\n", ms(pct(statQuiet, 50)), ms(pct(statQuiet, 99)))
+	fmt.Printf("| the same while other devices leave and join | %.2f / %.2f ms |\n", ms(pct(statChurn, 50)), ms(pct(statChurn, 99)))
+	for i := 1; i <= *n; i++ {
+		stops[i]()
+	}
+}
+
+// stats times count stats of p (caches bypassed by the files' zero cache
+// time), with background running meanwhile if given.
+func stats(p string, count int, background func(stop <-chan struct{})) []time.Duration {
+	stop := make(chan struct{})
+	if background != nil {
+		go background(stop)
+	}
+	defer close(stop)
+	var out []time.Duration
+	for range count {
+		t0 := time.Now()
+		_, err := os.Stat(p)
+		check(err)
+		out = append(out, time.Since(t0))
+		time.Sleep(5 * time.Millisecond)
+	}
+	return out
+}
+
+func online(mnt string) int {
+	ents, _ := os.ReadDir(filepath.Join(mnt, "sys/devices"))
+	k := 0
+	for _, e := range ents {
+		b, _ := os.ReadFile(filepath.Join(mnt, "sys/devices", e.Name()))
+		if strings.Contains(string(b), `"online":true`) && e.Name() != "gsv" {
+			k++
+		}
+	}
+	return k
+}
+
+// rss is a process's resident memory in KiB.
+func rss(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	check(err)
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			var kb int
+			fmt.Sscan(f[1], &kb)
+			return kb
+		}
+	}
+	return 0
+}
+
+func median(d []time.Duration) time.Duration { return pct(d, 50) }
+
+func pct(d []time.Duration, p int) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[min(len(s)-1, len(s)*p/100)]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / 1e6 }
+
+func check(err error) {
+	if err != nil {
+		log.Fatal(err)
+	}
+}

@@ -1,0 +1,9 @@
+//go:build !linux
+
+package diskfs
+
+// FS is, off Linux, the portable tree.
+type FS = Portable
+
+// New serves the host directory dir, which must exist.
+func New(dir string) (*FS, error) { return NewPortable(dir) }
