@@ -28,7 +28,7 @@ type Gateway struct {
 	store *Store
 	log   *slog.Logger
 
-	descInos *inoTable
+	descInos vfs.InoTable
 	started  time.Time
 	ctx      context.Context    // Watch's, for the dialers; guarded by mu
 	dialers  map[string]*dialer // guarded by mu
@@ -82,7 +82,7 @@ type GatewayOptions struct {
 
 // NewGateway serves the devices store knows and admits.
 func NewGateway(store *Store, o GatewayOptions) *Gateway {
-	g := &Gateway{o: o, store: store, log: o.Log, devices: map[string]*device{}, descInos: newInoTable(), mounted: map[string]bool{}, started: time.Now(), dialers: map[string]*dialer{}}
+	g := &Gateway{o: o, store: store, log: o.Log, devices: map[string]*device{}, mounted: map[string]bool{}, started: time.Now(), dialers: map[string]*dialer{}}
 	g.sync()
 	return g
 }
@@ -496,7 +496,7 @@ func (g *Gateway) describe(id string) []byte {
 	return append(b, '\n')
 }
 
-func (g *Gateway) descIno(id string) uint64 { return g.descInos.of(id) }
+func (g *Gateway) descIno(id string) uint64 { return g.descInos.Of(id) }
 
 // applyDescriptor applies a descriptor written by the gateway's owner:
 // only the description may change.

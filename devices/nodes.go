@@ -24,12 +24,12 @@ type idDir struct {
 	g    *Gateway
 	ino  uint64
 	kid  func(id string) vfs.Node
-	inos *inoTable
+	inos vfs.InoTable
 }
 
 // DevicesDir is /sys/devices.
 func (g *Gateway) DevicesDir() vfs.Node {
-	return &idDir{g: g, ino: vfs.NewIno(), inos: newInoTable(), kid: func(id string) vfs.Node {
+	return &idDir{g: g, ino: vfs.NewIno(), kid: func(id string) vfs.Node {
 		return &descFile{g: g, id: id}
 	}}
 }
@@ -53,7 +53,7 @@ func (d *idDir) Open(_ context.Context, flags int) (vfs.Handle, error) {
 	ids := d.g.ids()
 	entries := make(vfs.ListHandle, len(ids))
 	for i, id := range ids {
-		entries[i] = vfs.DirEntry{Name: id, Ino: d.inos.of(id), Next: uint64(i + 1)}
+		entries[i] = vfs.DirEntry{Name: id, Ino: d.inos.Of(id), Next: uint64(i + 1)}
 	}
 	return entries, nil
 }
@@ -128,23 +128,3 @@ func (w *descWriter) WriteAt(_ context.Context, p []byte, off int64) (int, error
 }
 
 func (w *descWriter) Close() error { return nil }
-
-// inoTable gives each name of a dynamic directory an inode number of its
-// own, kept for the daemon's life.
-type inoTable struct {
-	mu   sync.Mutex
-	inos map[string]uint64
-}
-
-func newInoTable() *inoTable { return &inoTable{inos: map[string]uint64{}} }
-
-func (t *inoTable) of(name string) uint64 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	ino, ok := t.inos[name]
-	if !ok {
-		ino = vfs.NewIno()
-		t.inos[name] = ino
-	}
-	return ino
-}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"path"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -65,7 +64,7 @@ func (n *rnode) cur(ctx context.Context, op string) (vfs.Node, *remote, error) {
 		return in, link, nil
 	}
 	n.mu.Unlock()
-	in, err := walk(ctx, link.root, n.path)
+	in, err := vfs.Walk(ctx, link.root, n.path)
 	if err != nil {
 		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ENOTDIR) {
 			err = vfs.Error(op, n.where(), syscall.ESTALE) // gone while away
@@ -79,25 +78,6 @@ func (n *rnode) cur(ctx context.Context, op string) (vfs.Node, *remote, error) {
 }
 
 func (n *rnode) where() string { return path.Join("/mnt", n.id, n.path) }
-
-// walk looks p up from root one name at a time.
-func walk(ctx context.Context, root vfs.Node, p string) (vfs.Node, error) {
-	n := root
-	if p == "" {
-		return n, nil
-	}
-	for name := range strings.SplitSeq(p, "/") {
-		next, err := n.Lookup(ctx, name)
-		if n != root {
-			forget(n)
-		}
-		if err != nil {
-			return nil, err
-		}
-		n = next
-	}
-	return n, nil
-}
 
 func forget(n vfs.Node) {
 	if f, ok := n.(vfs.Forgetter); ok {

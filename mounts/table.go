@@ -36,7 +36,7 @@ type Table struct {
 	mu       sync.RWMutex
 	mounts   map[string]*mount
 	nextID   uint64
-	virtInos map[string]uint64
+	virtInos vfs.InoTable
 	created  time.Time // the timestamps of virtual directories
 }
 
@@ -49,7 +49,7 @@ type mount struct {
 
 // New returns an empty table.
 func New() *Table {
-	return &Table{mounts: make(map[string]*mount), virtInos: make(map[string]uint64), created: time.Now()}
+	return &Table{mounts: make(map[string]*mount), created: time.Now()}
 }
 
 // Mount serves root at the absolute path p, replacing what was mounted
@@ -135,16 +135,7 @@ func (t *Table) childMounts(dir string) []string {
 }
 
 // virtualIno returns the stable inode number of the virtual directory p.
-func (t *Table) virtualIno(p string) uint64 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	ino, ok := t.virtInos[p]
-	if !ok {
-		ino = vfs.NewIno()
-		t.virtInos[p] = ino
-	}
-	return ino
-}
+func (t *Table) virtualIno(p string) uint64 { return t.virtInos.Of(p) }
 
 // nodeAt returns the namespace node for p: the mount there, else a
 // virtual directory.

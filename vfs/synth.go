@@ -5,6 +5,8 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -19,6 +21,52 @@ func init() { lastIno.Store(1 << 47) }
 // NewIno returns an inode number unique in this process, for a synthetic
 // node. It stays the node's number for the daemon's life.
 func NewIno() uint64 { return lastIno.Add(1) }
+
+// InoTable gives each name of a dynamic directory an inode number of its
+// own, the same for the daemon's life however often the name comes and
+// goes. The zero value is ready to use.
+type InoTable struct {
+	mu   sync.Mutex
+	inos map[string]uint64
+}
+
+// Of returns the inode number of name.
+func (t *InoTable) Of(name string) uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ino, ok := t.inos[name]
+	if !ok {
+		if t.inos == nil {
+			t.inos = map[string]uint64{}
+		}
+		ino = NewIno()
+		t.inos[name] = ino
+	}
+	return ino
+}
+
+// Walk looks rel (slash-separated names, "" for from itself) up from
+// from, one name at a time, and gives back the nodes passed on the way
+// (vfs.Forgetter), not from itself.
+func Walk(ctx context.Context, from Node, rel string) (Node, error) {
+	n := from
+	if rel == "" {
+		return n, nil
+	}
+	for name := range strings.SplitSeq(rel, "/") {
+		next, err := n.Lookup(ctx, name)
+		if n != from {
+			if f, ok := n.(Forgetter); ok {
+				f.Forget()
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		n = next
+	}
+	return n, nil
+}
 
 // bootTime is the timestamp of built-in nodes: they were made at start.
 var bootTime = time.Now()

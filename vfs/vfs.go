@@ -240,6 +240,19 @@ type SetAttr struct {
 // Has reports whether every field in m is set.
 func (s SetAttr) Has(m SetMask) bool { return s.Valid&m == m }
 
+// Owner is the owner and group s sets, each -1 where it leaves them, as
+// chown(2) takes them.
+func (s SetAttr) Owner() (uid, gid int) {
+	uid, gid = -1, -1
+	if s.Has(SetUid) {
+		uid = int(s.Uid)
+	}
+	if s.Has(SetGid) {
+		gid = int(s.Gid)
+	}
+	return uid, gid
+}
+
 // StatFS is what statfs reports.
 type StatFS struct {
 	Bsize   uint32

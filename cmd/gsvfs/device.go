@@ -166,7 +166,7 @@ func readDevices(root string) ([]deviceInfo, error) {
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	dir, err := walkPath(ctx, tree, "sys/devices")
+	dir, err := vfs.Walk(ctx, tree, "sys/devices")
 	if err != nil {
 		return nil, err
 	}
@@ -187,17 +187,6 @@ func readDevices(root string) ([]deviceInfo, error) {
 		out = append(out, d)
 	}
 	return out, nil
-}
-
-func walkPath(ctx context.Context, n vfs.Node, rel string) (vfs.Node, error) {
-	for name := range strings.SplitSeq(rel, "/") {
-		next, err := n.Lookup(ctx, name)
-		if err != nil {
-			return nil, err
-		}
-		n = next
-	}
-	return n, nil
 }
 
 func listDir(ctx context.Context, dir vfs.Node) ([]string, error) {

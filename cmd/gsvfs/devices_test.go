@@ -385,7 +385,7 @@ func waitCommand(t *testing.T, session string) string {
 func readTree(t *testing.T, root vfs.Node, p string) string {
 	t.Helper()
 	ctx := t.Context()
-	dir, err := walkPath(ctx, root, path.Dir(p))
+	dir, err := vfs.Walk(ctx, root, path.Dir(p))
 	if err != nil {
 		t.Fatalf("walk %s: %v", p, err)
 	}

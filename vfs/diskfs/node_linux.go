@@ -121,13 +121,7 @@ func (n *node) SetAttr(ctx context.Context, s vfs.SetAttr) (vfs.Attr, error) {
 // are used, so no name is resolved and no symlink followed.
 func setAttrFd(fd int, s vfs.SetAttr) error {
 	if s.Valid&(vfs.SetUid|vfs.SetGid) != 0 {
-		uid, gid := -1, -1
-		if s.Has(vfs.SetUid) {
-			uid = int(s.Uid)
-		}
-		if s.Has(vfs.SetGid) {
-			gid = int(s.Gid)
-		}
+		uid, gid := s.Owner()
 		if err := unix.Fchownat(fd, "", uid, gid, unix.AT_EMPTY_PATH); err != nil {
 			return err
 		}

@@ -183,13 +183,7 @@ func (p *Portable) setAttr(rel string, s vfs.SetAttr) error {
 		return syscall.EOPNOTSUPP
 	}
 	if s.Valid&(vfs.SetUid|vfs.SetGid) != 0 {
-		uid, gid := -1, -1
-		if s.Has(vfs.SetUid) {
-			uid = int(s.Uid)
-		}
-		if s.Has(vfs.SetGid) {
-			gid = int(s.Gid)
-		}
+		uid, gid := s.Owner()
 		if err := p.r.Lchown(rel, uid, gid); err != nil {
 			return err
 		}
@@ -449,6 +443,19 @@ func (p *Portable) listing(rel string) (vfs.Handle, error) {
 		out = append(out, vfs.DirEntry{Name: e.Name(), Ino: a.Ino, Type: a.Type(), Next: uint64(len(out) + 1)})
 	}
 	return out, nil
+}
+
+// infoAttr converts what os.Lstat found, from its system stat.
+func infoAttr(fi fs.FileInfo) vfs.Attr {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return vfs.Attr{Mode: uint32(fi.Mode().Perm()), Size: fi.Size(), Mtime: fi.ModTime()}
+	}
+	at, mt, ct, born := statTimes(st)
+	ts := func(t syscall.Timespec) time.Time { return time.Unix(t.Unix()) }
+	return vfs.Attr{Ino: st.Ino, Gen: born, Mode: uint32(st.Mode), Nlink: uint32(st.Nlink),
+		Uid: st.Uid, Gid: st.Gid, Rdev: uint64(st.Rdev), Size: st.Size, Blocks: st.Blocks,
+		Blksize: uint32(st.Blksize), Atime: ts(at), Mtime: ts(mt), Ctime: ts(ct)}
 }
 
 // pfile is an open host file of node n.
