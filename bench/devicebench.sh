@@ -19,12 +19,16 @@
 # For each delay it drops the caches, then times dd of BENCH_SIZE_MB MiB
 # read (bs=1M) and written (conv=fsync) on each path, BENCH_RUNS times,
 # and reports medians, the ratio gateway/direct, and the gateway's peak
-# memory (VmHWM) over the whole run: streaming must not hold the file.
+# memory (VmHWM) over those runs: streaming must not hold the file. Then
+# it joins BENCH_DEVICES devices to the gateway and reports what they
+# cost it (bench/devscale).
 #
 # Environment:
 #   BENCH_RUNS=3           runs per figure (median reported)
 #   BENCH_SIZE_MB=1024     file size in MiB
-#   BENCH_DELAYS="0 1 20"  added delays each way, in ms
+#   BENCH_DELAYS="0 1 20"  added delays each way, in ms ("" for none)
+#   BENCH_DEVICES=100      devices joined at once for the scale figures
+#                          (bench/devscale, in-process devices; 0 skips)
 #   BENCH_QUICK=1          smoke run: 64 MiB, delays 0 and 1, 1 run
 #   BENCH_OUT=FILE         also write the table as markdown to FILE
 #   BENCH_TMP=/var/tmp     where the state directories are made
@@ -36,9 +40,9 @@ export LC_ALL=C
 log() { printf 'devicebench: %s\n' "$*" >&2; }
 
 if [[ ${BENCH_QUICK:-0} == 1 ]]; then
-	RUNS=${BENCH_RUNS:-1} SIZE_MB=${BENCH_SIZE_MB:-64} DELAYS=${BENCH_DELAYS:-"0 1"}
+	RUNS=${BENCH_RUNS:-1} SIZE_MB=${BENCH_SIZE_MB:-64} DELAYS=${BENCH_DELAYS-"0 1"} DEVICES=${BENCH_DEVICES:-20}
 else
-	RUNS=${BENCH_RUNS:-3} SIZE_MB=${BENCH_SIZE_MB:-1024} DELAYS=${BENCH_DELAYS:-"0 1 20"}
+	RUNS=${BENCH_RUNS:-3} SIZE_MB=${BENCH_SIZE_MB:-1024} DELAYS=${BENCH_DELAYS-"0 1 20"} DEVICES=${BENCH_DEVICES:-100}
 fi
 if [[ $(id -u) != 0 ]]; then
 	log "needs root (drop_caches, FUSE allow_other)"
@@ -47,6 +51,7 @@ fi
 
 make -C "$repo" -s build
 go build -C "$repo" -o "$repo/bin/delayproxy" ./bench/delayproxy
+go build -C "$repo" -o "$repo/bin/devscale" ./bench/devscale
 gsvfs=$repo/bin/gsvfs proxy=$repo/bin/delayproxy
 
 work=$(mktemp -d "${BENCH_TMP:-/var/tmp}/devicebench.XXXXXX")
@@ -128,15 +133,30 @@ for delay in $DELAYS; do
 done
 
 peak=$(hwm)
+scale=
+if ((DEVICES > 0)); then
+	log "$DEVICES devices joined to one gateway"
+	"$gsvfs" mount --root "$work/gw" "$work/mnt_g" >/dev/null
+	scale=$("$repo/bin/devscale" -root "$work/gw" -mnt "$work/mnt_g" -pid "$gwpid" -n "$DEVICES")
+	umount "$work/mnt_g"
+fi
 {
-	echo "| ${SIZE_MB} MiB, MiB/s (median of $RUNS) | delay each way | direct 9P | through gateway | gateway/direct |"
-	echo "|---|---|---|---|---|"
-	for op in read write; do
-		for delay in $DELAYS; do
-			d=${FIG[$op,direct,$delay]} g=${FIG[$op,gateway,$delay]}
-			echo "| sequential $op | ${delay} ms | $d | $g | $(awk -v a="$g" -v b="$d" 'BEGIN {printf "%.2f", a / b}') |"
+	if [[ -n $DELAYS ]]; then
+		echo "| ${SIZE_MB} MiB, MiB/s (median of $RUNS) | delay each way | direct 9P | through gateway | gateway/direct |"
+		echo "|---|---|---|---|---|"
+		for op in read write; do
+			for delay in $DELAYS; do
+				d=${FIG[$op,direct,$delay]} g=${FIG[$op,gateway,$delay]}
+				echo "| sequential $op | ${delay} ms | $d | $g | $(awk -v a="$g" -v b="$d" 'BEGIN {printf "%.2f", a / b}') |"
+			done
 		done
-	done
-	echo
-	echo "Gateway peak resident memory over the whole run: $((peak / 1024)) MiB."
+		echo
+		echo "Gateway peak resident memory over those runs: $((peak / 1024)) MiB."
+		echo
+	fi
+	if [[ -n $scale ]]; then
+		echo "| $DEVICES devices, one gateway | |"
+		echo "|---|---|"
+		echo "$scale"
+	fi
 } | tee "${BENCH_OUT:-/dev/null}"

@@ -454,7 +454,16 @@ func (g *Gateway) ids() []string {
 	return slices.Compact(ids)
 }
 
-func (g *Gateway) known(id string) bool { return slices.Contains(g.ids(), id) }
+// known reports whether id is a device the gateway lists.
+func (g *Gateway) known(id string) bool {
+	if id == g.o.Self {
+		return true
+	}
+	g.mu.Lock()
+	_, ok := g.devices[id]
+	g.mu.Unlock()
+	return ok || g.store.Has(id)
+}
 
 // descriptor is what `cat /sys/devices/ID` shows.
 type descriptor struct {

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -61,6 +62,28 @@ type Store struct {
 	dir string
 	now func() time.Time
 	mu  sync.Mutex // orders this process's calls; the file lock, other processes'
+
+	// cached is the state as last read or written, and stamp the file it
+	// came from: views (every listing of /sys/devices) read the file
+	// again only when another process has replaced it. Guarded by mu.
+	cached *storeState
+	stamp  fileStamp
+}
+
+// fileStamp tells one version of the state file from another: it is
+// replaced whole (a rename), so its inode changes with every write.
+type fileStamp struct {
+	ino   uint64
+	mtime time.Time
+	size  int64
+}
+
+func stampOf(fi os.FileInfo) fileStamp {
+	st := fileStamp{mtime: fi.ModTime(), size: fi.Size()}
+	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+		st.ino = uint64(sys.Ino)
+	}
+	return st
 }
 
 type storeState struct {
@@ -124,15 +147,40 @@ func (s *Store) load() (*storeState, error) {
 	return st, nil
 }
 
-// view runs fn on the current state.
+// view runs fn on the current state, which fn must not change. It reads
+// the file only if it changed since this process last read or wrote it.
 func (s *Store) view(fn func(*storeState)) error {
-	return s.locked(func() error {
-		st, err := s.load()
-		if err == nil {
-			fn(st)
-		}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fi, err := os.Stat(s.file())
+	if err == nil && s.cached != nil && stampOf(fi) == s.stamp {
+		fn(s.cached)
+		return nil
+	}
+	unlock, err := lockFile(filepath.Join(s.dir, "gateway.lock"))
+	if err != nil {
 		return err
-	})
+	}
+	defer unlock()
+	st, err := s.loadStamped()
+	if err == nil {
+		fn(st)
+	}
+	return err
+}
+
+// loadStamped loads the state and remembers it with the file's stamp.
+func (s *Store) loadStamped() (*storeState, error) {
+	fi, statErr := os.Stat(s.file())
+	st, err := s.load()
+	if err != nil {
+		return nil, err
+	}
+	s.cached, s.stamp = nil, fileStamp{}
+	if statErr == nil {
+		s.cached, s.stamp = st, stampOf(fi)
+	}
+	return st, nil
 }
 
 // update runs fn on the current state and saves what it leaves, unless
@@ -152,7 +200,11 @@ func (s *Store) update(fn func(*storeState) error) error {
 		if err != nil {
 			return err
 		}
-		return writePrivate(s.file(), append(b, '\n'))
+		if err := writePrivate(s.file(), append(b, '\n')); err != nil {
+			return err
+		}
+		s.cached = nil // read back, with its stamp, by the next view
+		return nil
 	})
 }
 
@@ -394,6 +446,13 @@ func (s *Store) Known() []string {
 		}
 	})
 	return ids
+}
+
+// Has reports whether the gateway knows device id.
+func (s *Store) Has(id string) bool {
+	ok := false
+	s.view(func(st *storeState) { ok = st.Devices[id] != nil })
+	return ok
 }
 
 // Description is the owner's description of device id.
