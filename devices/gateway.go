@@ -411,6 +411,30 @@ func (g *Gateway) online(h hello, peer string, r *remote) {
 	g.sync() // a first join makes the device known: mount it
 }
 
+// Close ends every link: devices' and those of gateways this daemon
+// serves. Devices redial (with backoff) until a gateway answers again.
+func (g *Gateway) Close() {
+	g.mu.Lock()
+	var clients []*ninep.Client
+	for _, d := range g.devices {
+		if d.link != nil {
+			clients = append(clients, d.link.client)
+		}
+	}
+	served := g.served
+	g.served = nil
+	for _, d := range g.dialers {
+		d.cancel()
+	}
+	g.mu.Unlock()
+	for _, c := range clients {
+		c.Close()
+	}
+	for _, s := range served {
+		s.conn.Close()
+	}
+}
+
 // isSuperseded reports whether h comes from a daemon that a newer one of
 // the same device replaced.
 func (g *Gateway) isSuperseded(h hello) bool {

@@ -47,11 +47,18 @@ type testGateway struct {
 	log     *logBuffer
 	mu      sync.Mutex
 	mounted map[string]vfs.Node
+	stop    func()
 }
 
 func startGateway(t *testing.T) *testGateway {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "private")
+	return startGatewayAt(t, filepath.Join(t.TempDir(), "private"), "127.0.0.1:0")
+}
+
+// startGatewayAt starts a gateway keeping its state in dir and listening
+// on addr; its cleanup stops it as a killed daemon would stop.
+func startGatewayAt(t *testing.T, dir, addr string) *testGateway {
+	t.Helper()
 	id, err := LoadIdentity(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -74,14 +81,14 @@ func startGateway(t *testing.T) *testGateway {
 			tg.mu.Unlock()
 		},
 	})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { l.Close() })
-	go tg.Serve(l)
 	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
+	tg.stop = func() { cancel(); l.Close(); tg.Close() }
+	t.Cleanup(tg.stop)
+	go tg.Serve(l)
 	go tg.Watch(ctx)
 	tg.addr = l.Addr().String()
 	return tg
@@ -381,5 +388,26 @@ func TestForgottenRootStaysUsable(t *testing.T) {
 	root.(vfs.Forgetter).Forget()
 	if got, err := readAll(t, root, "hello"); err != nil || got != "hi from lap\n" {
 		t.Errorf("after the root was forgotten: %q, %v", got, err)
+	}
+}
+
+// A gateway that goes away and comes back (same state, same address)
+// finds its devices again: they redial, and join by their pinned keys.
+func TestGatewayRestart(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "private")
+	gw := startGatewayAt(t, dir, "127.0.0.1:0")
+	addr := gw.addr
+	startDevice(t, gw.token(t, "lap"), "lap")
+	eventually(t, "lap online", func() bool { return gw.describeOf(t, "lap").Online })
+	gw.stop()
+
+	gw2 := startGatewayAt(t, dir, addr)
+	eventually(t, "lap online at the restarted gateway", func() bool { return gw2.describeOf(t, "lap").Online })
+	root := gw2.mount("lap")
+	if root == nil {
+		t.Fatal("lap not mounted after the restart")
+	}
+	if got, err := readAll(t, root, "hello"); err != nil || got != "hi from lap\n" {
+		t.Errorf("reading from lap after the gateway restarted: %q, %v", got, err)
 	}
 }

@@ -163,7 +163,7 @@ func buildTree(root string, o treeOptions) (*tree, error) {
 	go gw.Watch(ctx)
 	stop := make(chan struct{})
 	go reapSessions(proc, stop)
-	return &tree{root: t.Root(), export: export, gateway: gw, close: sync.OnceFunc(func() { cancel(); close(stop); mgr.Close() })}, nil
+	return &tree{root: t.Root(), export: export, gateway: gw, close: sync.OnceFunc(func() { cancel(); gw.Close(); close(stop); mgr.Close() })}, nil
 }
 
 // bindHostDirs serves each HOSTDIR:PATH of binds as a disk tree at PATH,
