@@ -34,6 +34,10 @@ func (g *Gateway) DevicesDir() vfs.Node {
 	}}
 }
 
+// Quick: listing and lookup read memory and, at most, stat the store's
+// file (vfs.Quick), so edges answer them inline.
+func (d *idDir) Quick() bool { return true }
+
 func (d *idDir) Attr(context.Context) (vfs.Attr, error) {
 	now := time.Now()
 	return vfs.Attr{Ino: d.ino, Mode: syscall.S_IFDIR | 0o555, Nlink: 2, Atime: now, Mtime: now, Ctime: now, Volatile: true}, nil
@@ -65,6 +69,9 @@ type descFile struct {
 	g  *Gateway
 	id string
 }
+
+// Quick: a descriptor is made from memory and the store (vfs.Quick).
+func (f *descFile) Quick() bool { return true }
 
 // Attr: the gateway's owner may write the file, to set the description.
 func (f *descFile) Attr(context.Context) (vfs.Attr, error) {
