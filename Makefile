@@ -33,6 +33,7 @@ vet:
 # go-fuse's posixtest against the mount. Needs root or fusermount3, and
 # /dev/fuse; tests that cannot run here say so loudly.
 test: vet
+	mandoc -T lint -W warning docs/man/*.[1-8]
 	$(GO) test -count=1 -timeout 15m ./...
 
 # Go benchmarks, the FUSE comparison against native disk, and the 9P

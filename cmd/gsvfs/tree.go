@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gsvfs/gsvfs/devfs"
 	"github.com/gsvfs/gsvfs/devices"
 	"github.com/gsvfs/gsvfs/docs/man"
 	"github.com/gsvfs/gsvfs/mounts"
@@ -38,7 +39,7 @@ var treeModes = map[string]os.FileMode{
 }
 
 // reservedTrees exist as empty directories until their subsystems land.
-var reservedTrees = []string{"sys", "dev", "mnt"}
+var reservedTrees = []string{"sys", "mnt"}
 
 // defaultRoot is the state directory used without --root.
 func defaultRoot() string {
@@ -146,6 +147,9 @@ func buildTree(root string, o treeOptions) (*tree, error) {
 	}
 	export, err := t.Refusing(o.refuse)
 	if err != nil {
+		return nil, err
+	}
+	if err := t.Mount("/dev", devfs.New(slog.Default())); err != nil {
 		return nil, err
 	}
 	mgr := shelld.NewManager(o.sessions)

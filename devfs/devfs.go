@@ -1,0 +1,96 @@
+// Package devfs is /dev: null, zero, full, random and urandom with Linux
+// semantics, and log, whose lines go to the daemon's log. Each is a
+// vfs.FuncFile of a few lines; they are regular files (mode -rw-rw-rw-),
+// not device nodes, so that every client of the tree (FUSE, 9P, a
+// gateway's /mnt/ID) reaches the daemon's, not its own kernel's.
+package devfs
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"io"
+	"log/slog"
+	"sync"
+	"syscall"
+
+	"github.com/gsvfs/gsvfs/vfs"
+)
+
+// New returns /dev; lines written to /dev/log go to log.
+func New(log *slog.Logger) vfs.Node {
+	discard := func(_ context.Context, p []byte, _ int64) (int, error) { return len(p), nil }
+	zeros := func(_ context.Context, p []byte, _ int64) (int, error) { clear(p); return len(p), nil }
+	random := func(_ context.Context, p []byte, _ int64) (int, error) { return rand.Read(p) }
+	return vfs.NewStaticDir(map[string]vfs.Node{
+		"null": vfs.NewFuncFile(0o666, vfs.FuncHandle{
+			Read:  func(context.Context, []byte, int64) (int, error) { return 0, io.EOF },
+			Write: discard}.Opener()),
+		"zero": vfs.NewFuncFile(0o666, vfs.FuncHandle{Read: zeros, Write: discard}.Opener()),
+		"full": vfs.NewFuncFile(0o666, vfs.FuncHandle{Read: zeros,
+			Write: func(context.Context, []byte, int64) (int, error) {
+				return 0, vfs.Error("write", "/dev/full", syscall.ENOSPC)
+			}}.Opener()),
+		// Writing to random mixes into the kernel's pool on Linux; here
+		// it is taken and dropped, as an unprivileged write adds no
+		// entropy count there either.
+		"random":  vfs.NewFuncFile(0o666, vfs.FuncHandle{Read: random, Write: discard}.Opener()),
+		"urandom": vfs.NewFuncFile(0o666, vfs.FuncHandle{Read: random, Write: discard}.Opener()),
+		"log":     vfs.NewFuncFile(0o222, logOpener(log)),
+	})
+}
+
+// maxLogLine is the longest line /dev/log keeps whole; a longer one is
+// logged in pieces of this size.
+const maxLogLine = 4096
+
+// logOpener gives each open of /dev/log a line buffer of its own: a line
+// is logged, with the writer's uid, once its newline comes, or at close.
+func logOpener(log *slog.Logger) func(context.Context, int) (vfs.Handle, error) {
+	return func(ctx context.Context, _ int) (vfs.Handle, error) {
+		uid := -1
+		if c, ok := vfs.CallerFrom(ctx); ok {
+			uid = int(c.Uid)
+		}
+		w := &lineWriter{emit: func(line []byte) {
+			log.Info("dev/log", "uid", uid, "line", string(line))
+		}}
+		return vfs.FuncHandle{Write: w.write, Done: w.flush}, nil
+	}
+}
+
+type lineWriter struct {
+	mu   sync.Mutex
+	buf  []byte
+	emit func(line []byte)
+}
+
+func (w *lineWriter) write(_ context.Context, p []byte, _ int64) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 && len(w.buf) < maxLogLine {
+			return len(p), nil
+		}
+		if i < 0 || i > maxLogLine {
+			i = maxLogLine
+			w.emit(w.buf[:i])
+			w.buf = w.buf[i:]
+			continue
+		}
+		w.emit(w.buf[:i])
+		w.buf = w.buf[i+1:]
+	}
+}
+
+func (w *lineWriter) flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.buf) > 0 {
+		w.emit(w.buf)
+		w.buf = nil
+	}
+	return nil
+}
