@@ -45,6 +45,7 @@ type mount struct {
 	path string
 	root vfs.Node
 	id   uint64
+	what string // what is served, for the mount table in text
 }
 
 // New returns an empty table.
@@ -54,7 +55,11 @@ func New() *Table {
 
 // Mount serves root at the absolute path p, replacing what was mounted
 // there. Mounting at "/" is allowed.
-func (t *Table) Mount(p string, root vfs.Node) error {
+func (t *Table) Mount(p string, root vfs.Node) error { return t.MountAs(p, root, "") }
+
+// MountAs is Mount with a description of what root is ("disk
+// /var/lib/gsvfs/home", "device alpha"), shown by List.
+func (t *Table) MountAs(p string, root vfs.Node, what string) error {
 	clean := path.Clean(p)
 	if !path.IsAbs(p) || clean != p {
 		return fmt.Errorf("mount path %q must be absolute and clean", p)
@@ -65,8 +70,24 @@ func (t *Table) Mount(p string, root vfs.Node) error {
 	if t.nextID >= 1<<(64-inoBits) {
 		return fmt.Errorf("mount %s: too many mounts", p)
 	}
-	t.mounts[p] = &mount{path: p, root: root, id: t.nextID}
+	t.mounts[p] = &mount{path: p, root: root, id: t.nextID, what: what}
 	return nil
+}
+
+// Entry is one line of the mount table.
+type Entry struct {
+	Path, What string
+}
+
+// List returns the mount table in path order.
+func (t *Table) List() []Entry {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	out := make([]Entry, 0, len(t.mounts))
+	for _, p := range slices.Sorted(maps.Keys(t.mounts)) {
+		out = append(out, Entry{Path: p, What: t.mounts[p].what})
+	}
+	return out
 }
 
 // Unmount takes away what is mounted at p; nodes already walked below it

@@ -81,3 +81,12 @@ func (h FuncHandle) Close() error {
 	}
 	return nil
 }
+
+// NewSnapshotFile returns a read-only file (mode 0444) whose content gen
+// makes at each open: a consistent snapshot for the life of that open,
+// never made again per read.
+func NewSnapshotFile(gen func(ctx context.Context) []byte) *FuncFile {
+	return NewFuncFile(0o444, func(ctx context.Context, _ int) (Handle, error) {
+		return BytesHandle(gen(ctx)), nil
+	})
+}

@@ -50,6 +50,7 @@ func TestDependenciesPointOneWay(t *testing.T) {
 		// Sessions are processes; they know nothing of files.
 		"shelld":   {"vfs", "mounts", "vfs/diskfs", "vfs/fusefs", "vfs/ninep", "cmd/gsvfs"},
 		"devices":  {"mounts", "vfs/diskfs", "vfs/fusefs", "cmd/gsvfs", "shelld", "procfs"},
+		"sysfs":    {"vfs/diskfs", "vfs/fusefs", "vfs/ninep", "cmd/gsvfs", "shelld", "procfs", "devices", "devfs"},
 		"devfs":    {"mounts", "vfs/diskfs", "vfs/fusefs", "vfs/ninep", "cmd/gsvfs", "shelld", "procfs", "devices"},
 		"docs/man": {"vfs", "mounts"},
 	}

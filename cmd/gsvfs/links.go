@@ -53,6 +53,7 @@ func startLinks(ctx context.Context, root string, f serveFlags, tlsAddrs []strin
 		context.AfterFunc(ctx, func() { l.Close() })
 		go t.gateway.Serve(l)
 		where = append(where, "tls:"+l.Addr().String())
+		t.caps.add("devices.gateway")
 	}
 	if len(tlsAddrs) > 0 {
 		// `gsvfs device token` puts the address in the tokens it makes.
@@ -69,6 +70,7 @@ func startLinks(ctx context.Context, root string, f serveFlags, tlsAddrs []strin
 		if err != nil {
 			return nil, fmt.Errorf("--join: %w", err)
 		}
+		t.caps.add("devices.joined")
 		go devices.Join(ctx, devices.JoinOptions{Token: tok, Device: f.device, Identity: id,
 			Facts: localFacts(), Serve: export.ServeConn, Log: slog.Default()})
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/gsvfs/gsvfs/mounts"
 	"github.com/gsvfs/gsvfs/procfs"
 	"github.com/gsvfs/gsvfs/shelld"
+	"github.com/gsvfs/gsvfs/sysfs"
 	"github.com/gsvfs/gsvfs/vfs"
 	"github.com/gsvfs/gsvfs/vfs/diskfs"
 )
@@ -38,8 +39,6 @@ var treeModes = map[string]os.FileMode{
 	"etc":        0o755,
 }
 
-// reservedTrees exist as empty directories until their subsystems land.
-var reservedTrees = []string{"sys", "mnt"}
 
 // defaultRoot is the state directory used without --root.
 func defaultRoot() string {
@@ -110,6 +109,8 @@ type tree struct {
 	export vfs.Node
 	// gateway shows the devices in /sys/devices and /mnt.
 	gateway *devices.Gateway
+	// caps is what /sys/capabilities says the daemon serves.
+	caps *capabilities
 	// close ends the sessions of /proc, killing their processes.
 	close func()
 }
@@ -126,7 +127,7 @@ func buildTree(root string, o treeOptions) (*tree, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := t.Mount("/"+name, d.Root()); err != nil {
+		if err := t.MountAs("/"+name, d.Root(), "disk "+filepath.Join(root, name)); err != nil {
 			return nil, err
 		}
 	}
@@ -134,13 +135,12 @@ func buildTree(root string, o treeOptions) (*tree, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := t.Mount("/etc/man", pages); err != nil {
+	if err := t.MountAs("/etc/man", pages, "manual"); err != nil {
 		return nil, err
 	}
-	for _, name := range reservedTrees {
-		if err := t.Mount("/"+name, vfs.NewStaticDir(nil)); err != nil {
-			return nil, err
-		}
+	// /mnt holds the devices' mount points, made as they become known.
+	if err := t.MountAs("/mnt", vfs.NewStaticDir(nil), "devices' trees"); err != nil {
+		return nil, err
 	}
 	if err := bindHostDirs(t, o.binds); err != nil {
 		return nil, err
@@ -149,12 +149,17 @@ func buildTree(root string, o treeOptions) (*tree, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := t.Mount("/dev", devfs.New(slog.Default())); err != nil {
+	if err := t.MountAs("/dev", devfs.New(slog.Default()), "dev"); err != nil {
+		return nil, err
+	}
+	caps := newCapabilities("fs.read", "fs.write", "shell.exec")
+	if err := t.MountAs("/sys", sysfs.New(sysfs.Options{Version: version, Started: time.Now(),
+		Capabilities: caps.list, Table: t}), "sys"); err != nil {
 		return nil, err
 	}
 	mgr := shelld.NewManager(o.sessions)
 	proc := procfs.New(mgr, procfs.Options{Resolve: resolver(root)})
-	if err := t.Mount("/proc", proc.Root()); err != nil {
+	if err := t.MountAs("/proc", proc.Root(), "proc"); err != nil {
 		mgr.Close()
 		return nil, err
 	}
@@ -167,7 +172,7 @@ func buildTree(root string, o treeOptions) (*tree, error) {
 	go gw.Watch(ctx)
 	stop := make(chan struct{})
 	go reapSessions(proc, stop)
-	return &tree{root: t.Root(), export: export, gateway: gw, close: sync.OnceFunc(func() { cancel(); gw.Close(); close(stop); mgr.Close() })}, nil
+	return &tree{root: t.Root(), export: export, gateway: gw, caps: caps, close: sync.OnceFunc(func() { cancel(); gw.Close(); close(stop); mgr.Close() })}, nil
 }
 
 // bindHostDirs serves each HOSTDIR:PATH of binds as a disk tree at PATH,
@@ -182,7 +187,7 @@ func bindHostDirs(t *mounts.Table, binds []string) error {
 		if err != nil {
 			return fmt.Errorf("--bind %s: %w", b, err)
 		}
-		if err := t.Mount(at, d.Root()); err != nil {
+		if err := t.MountAs(at, d.Root(), "disk "+host); err != nil {
 			return err
 		}
 	}
@@ -209,11 +214,11 @@ func newGateway(root, self string, t *mounts.Table) (*devices.Gateway, error) {
 	gw := devices.NewGateway(store, devices.GatewayOptions{
 		Self:    self,
 		Facts:   localFacts(),
-		Mount:   func(id string, n vfs.Node) { t.Mount("/mnt/"+id, n) },
+		Mount:   func(id string, n vfs.Node) { t.MountAs("/mnt/"+id, n, "device "+id) },
 		Unmount: func(id string, _ vfs.Node) { t.Unmount("/mnt/" + id) },
 		Log:     slog.Default(),
 	})
-	if err := t.Mount("/sys/devices", gw.DevicesDir()); err != nil {
+	if err := t.MountAs("/sys/devices", gw.DevicesDir(), "devices"); err != nil {
 		return nil, err
 	}
 	return gw, nil
@@ -279,4 +284,27 @@ func manTree() (vfs.Node, error) {
 		kids[dir] = vfs.NewStaticDir(pages)
 	}
 	return vfs.NewStaticDir(kids), nil
+}
+
+// capabilities is what the daemon serves, as /sys/capabilities lists it:
+// the links add to it as they open.
+type capabilities struct {
+	mu    sync.Mutex
+	names []string
+}
+
+func newCapabilities(names ...string) *capabilities { return &capabilities{names: names} }
+
+func (c *capabilities) add(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !slices.Contains(c.names, name) {
+		c.names = append(c.names, name)
+	}
+}
+
+func (c *capabilities) list() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Sorted(slices.Values(c.names))
 }
