@@ -39,7 +39,6 @@ var treeModes = map[string]os.FileMode{
 	"etc":        0o755,
 }
 
-
 // defaultRoot is the state directory used without --root.
 func defaultRoot() string {
 	if os.Geteuid() == 0 {
