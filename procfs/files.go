@@ -4,14 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"io"
 	"os"
 	"sync"
 	"syscall"
 	"time"
 
-	"github.com/gsvfs/gsvfs/shelld"
 	"github.com/gsvfs/gsvfs/vfs"
 )
 
@@ -141,57 +138,6 @@ func (f *FS) input(write func(ctx context.Context, p []byte) (int, error)) *file
 	return &file{meta: f.meta(syscall.S_IFREG | 0o200), input: true,
 		open: func(context.Context, int) (vfs.Handle, error) { return writeHandle{write}, nil }}
 }
-
-// logReader reads a session's output at absolute offsets, the offsets
-// stdout's size counts in. A reader that falls behind the kept head (the
-// output past the cap was dropped, or it starts at 0 of a truncated log)
-// is moved up to the head: its offsets are shifted from then on, so it
-// reads on without repeating or skipping what is kept.
-type logReader struct {
-	log *shelld.Log
-	// follow, when set, makes a read at the end wait for more: a stream.
-	// It returns false when the read should end empty.
-	follow func(ctx context.Context, off int64) (bool, error)
-
-	mu    sync.Mutex
-	shift int64
-}
-
-func (r *logReader) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
-	if off < 0 {
-		return 0, vfs.Error("read", "", syscall.EINVAL)
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for {
-		abs := off + r.shift
-		start, end, _, _ := r.log.Stat()
-		if abs < start {
-			r.shift += start - abs
-			abs = start
-		}
-		if abs >= end && r.follow != nil {
-			more, err := r.follow(ctx, abs)
-			if err != nil || !more {
-				return 0, err
-			}
-		}
-		n, err := r.log.ReadAt(p, abs)
-		if errors.Is(err, shelld.ErrGone) {
-			continue // dropped while we looked: move up again
-		}
-		if n == 0 {
-			return 0, io.EOF
-		}
-		return n, nil
-	}
-}
-
-func (r *logReader) WriteAt(context.Context, []byte, int64) (int, error) {
-	return 0, vfs.Error("write", "", syscall.EBADF)
-}
-
-func (r *logReader) Close() error { return nil }
 
 // jsonLine encodes v as one line of JSON, leaving <, > and & as they are
 // (output is shown to people, not put into HTML).

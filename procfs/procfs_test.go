@@ -657,7 +657,7 @@ func TestRemove(t *testing.T) {
 func TestReaderShift(t *testing.T) {
 	clock := &fakeClock{now: epoch}
 	log := shelld.NewLog(100, clock.Now)
-	r := &logReader{log: log}
+	r := &vfs.StreamReader{S: log}
 	buf := make([]byte, 1000)
 	log.Write([]byte(strings.Repeat("a", 60)))
 	if n, err := r.ReadAt(bg, buf[:50], 0); n != 50 || err != nil {
@@ -676,12 +676,12 @@ func TestReaderShift(t *testing.T) {
 		t.Errorf("read on after the shift: %q, want cc", buf[:n])
 	}
 	// A new reader at 0 of a truncated log starts at the head.
-	r2 := &logReader{log: log}
+	r2 := &vfs.StreamReader{S: log}
 	if n, _ := r2.ReadAt(bg, buf, 0); n != 100 || string(buf[n-2:n]) != "cc" {
 		t.Errorf("new reader at 0: %q", buf[:n])
 	}
 	// Absolute offsets above the head read as they are.
-	r3 := &logReader{log: log}
+	r3 := &vfs.StreamReader{S: log}
 	if n, _ := r3.ReadAt(bg, buf, 160); string(buf[:n]) != "cc" {
 		t.Errorf("reader at absolute 160: %q", buf[:n])
 	}
@@ -690,7 +690,7 @@ func TestReaderShift(t *testing.T) {
 	}
 	// A stream reader at the end of a closed log ends (EOF).
 	log.Close()
-	s := &logReader{log: log, follow: func(ctx context.Context, off int64) (bool, error) {
+	s := &vfs.StreamReader{S: log, Follow: func(ctx context.Context, off int64) (bool, error) {
 		return log.Follow(ctx, off)
 	}}
 	if n, _ := s.ReadAt(bg, buf, 0); n != 100 {

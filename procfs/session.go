@@ -46,10 +46,10 @@ func newSessionDir(f *FS, s *shelld.Session) *sessionDir {
 				_, end, mtime, _ := log.Stat()
 				return end, mtime
 			},
-			open: func(context.Context, int) (vfs.Handle, error) { return &logReader{log: log}, nil }},
+			open: func(context.Context, int) (vfs.Handle, error) { return &vfs.StreamReader{S: log}, nil }},
 		"stream": &file{meta: f.meta(syscall.S_IFREG | 0o444),
 			open: func(context.Context, int) (vfs.Handle, error) {
-				return &logReader{log: log, follow: d.follow}, nil
+				return &vfs.StreamReader{S: log, Follow: d.follow}, nil
 			}},
 		"status":  f.snapshot(func() []byte { return jsonLine(s.Status()) }),
 		"wait":    f.blocking(d.wait),

@@ -53,6 +53,18 @@ func (l *Log) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// Trim drops the kept bytes before offset start (no further than the
+// end): a keeper of whole lines cuts at a line's start.
+func (l *Log) Trim(start int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	cut := min(start, l.start+int64(len(l.buf))) - l.start
+	if cut > 0 {
+		l.buf = l.buf[cut:]
+		l.start += cut
+	}
+}
+
 // Close marks the end of the output: followers see EOF once they have
 // read everything.
 func (l *Log) Close() {

@@ -25,6 +25,8 @@ type Options struct {
 	Capabilities func() []string
 	// Table is the namespace, for /sys/mounts.
 	Table *mounts.Table
+	// Log is the daemon's recent log, for /sys/log; nil leaves it out.
+	Log vfs.Stream
 }
 
 // New returns /sys.
@@ -32,7 +34,7 @@ func New(o Options) vfs.Node {
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
-	return vfs.NewStaticDir(map[string]vfs.Node{
+	files := map[string]vfs.Node{
 		"version": vfs.NewSnapshotFile(func(context.Context) []byte {
 			return fmt.Appendf(nil, "gsvfs %s %s/%s %s\n", o.Version, runtime.GOOS, runtime.GOARCH, runtime.Version())
 		}),
@@ -50,7 +52,11 @@ func New(o Options) vfs.Node {
 			}
 			return []byte(b.String())
 		}),
-	})
+	}
+	if o.Log != nil {
+		files["log"] = vfs.NewStreamFile(o.Log)
+	}
+	return vfs.NewStaticDir(files)
 }
 
 func lines(items []string) []byte {

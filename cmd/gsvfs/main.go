@@ -5,6 +5,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 
@@ -39,12 +40,14 @@ that people and agents use with plain file tools. See gsvfs(1) and gsvfs(7).`,
 	return root
 }
 
-// setupLog sends structured logs to stderr at the chosen level.
+// setupLog sends structured logs to stderr at the chosen level, and keeps
+// the last lines for /sys/log.
 func setupLog(level string) error {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		return fmt.Errorf("bad --log-level %q: want debug, info, warn or error", level)
 	}
-	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})))
+	out := io.MultiWriter(os.Stderr, daemonLog)
+	slog.SetDefault(slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: l})))
 	return nil
 }

@@ -153,7 +153,7 @@ func buildTree(root string, o treeOptions) (*tree, error) {
 	}
 	caps := newCapabilities("fs.read", "fs.write", "shell.exec")
 	if err := t.MountAs("/sys", sysfs.New(sysfs.Options{Version: version, Started: time.Now(),
-		Capabilities: caps.list, Table: t}), "sys"); err != nil {
+		Capabilities: caps.list, Table: t, Log: daemonLog.log}), "sys"); err != nil {
 		return nil, err
 	}
 	mgr := shelld.NewManager(o.sessions)
