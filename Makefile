@@ -49,15 +49,17 @@ bench: build
 	bash bench/devicebench.sh
 
 install: build
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man7
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7
 	install -m 0755 bin/gsvfs $(DESTDIR)$(PREFIX)/bin/gsvfs
 	install -m 0644 docs/man/*.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 docs/man/*.5 $(DESTDIR)$(MANDIR)/man5/
 	install -m 0644 docs/man/*.7 $(DESTDIR)$(MANDIR)/man7/
 	printf '.so man1/gsvfs-mount.1\n' > $(DESTDIR)$(MANDIR)/man1/gsvfs-umount.1
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/gsvfs $(DESTDIR)$(MANDIR)/man1/gsvfs-umount.1
 	for page in docs/man/*.1; do rm -f $(DESTDIR)$(MANDIR)/man1/$${page##*/}; done
+	for page in docs/man/*.5; do rm -f $(DESTDIR)$(MANDIR)/man5/$${page##*/}; done
 	for page in docs/man/*.7; do rm -f $(DESTDIR)$(MANDIR)/man7/$${page##*/}; done
 
 clean:

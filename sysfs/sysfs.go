@@ -27,6 +27,8 @@ type Options struct {
 	Table *mounts.Table
 	// Log is the daemon's recent log, for /sys/log; nil leaves it out.
 	Log vfs.Stream
+	// Cron is the table of /sys/cron; nil leaves it out.
+	Cron func() []byte
 }
 
 // New returns /sys.
@@ -55,6 +57,9 @@ func New(o Options) vfs.Node {
 	}
 	if o.Log != nil {
 		files["log"] = vfs.NewStreamFile(o.Log)
+	}
+	if o.Cron != nil {
+		files["cron"] = vfs.NewSnapshotFile(func(context.Context) []byte { return o.Cron() })
 	}
 	return vfs.NewStaticDir(files)
 }

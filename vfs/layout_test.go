@@ -51,6 +51,7 @@ func TestDependenciesPointOneWay(t *testing.T) {
 		"shelld":   {"vfs", "mounts", "vfs/diskfs", "vfs/fusefs", "vfs/ninep", "cmd/gsvfs"},
 		"devices":  {"mounts", "vfs/diskfs", "vfs/fusefs", "cmd/gsvfs", "shelld", "procfs"},
 		"sysfs":    {"vfs/diskfs", "vfs/fusefs", "vfs/ninep", "cmd/gsvfs", "shelld", "procfs", "devices", "devfs"},
+		"crond":    {"vfs", "mounts", "vfs/diskfs", "vfs/fusefs", "vfs/ninep", "cmd/gsvfs", "procfs", "sysfs", "devices"},
 		"devfs":    {"mounts", "vfs/diskfs", "vfs/fusefs", "vfs/ninep", "cmd/gsvfs", "shelld", "procfs", "devices"},
 		"docs/man": {"vfs", "mounts"},
 	}

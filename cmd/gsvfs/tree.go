@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gsvfs/gsvfs/crond"
 	"github.com/gsvfs/gsvfs/devfs"
 	"github.com/gsvfs/gsvfs/devices"
 	"github.com/gsvfs/gsvfs/docs/man"
@@ -152,11 +153,13 @@ func buildTree(root string, o treeOptions) (*tree, error) {
 		return nil, err
 	}
 	caps := newCapabilities("fs.read", "fs.write", "shell.exec")
+	mgr := shelld.NewManager(o.sessions)
+	cron := crond.New(crond.Options{File: filepath.Join(root, "etc", "crontab"),
+		Runner: sessionRunner{mgr}, Log: slog.Default()})
 	if err := t.MountAs("/sys", sysfs.New(sysfs.Options{Version: version, Started: time.Now(),
-		Capabilities: caps.list, Table: t, Log: daemonLog.log}), "sys"); err != nil {
+		Capabilities: caps.list, Table: t, Log: daemonLog.log, Cron: cron.Table}), "sys"); err != nil {
 		return nil, err
 	}
-	mgr := shelld.NewManager(o.sessions)
 	proc := procfs.New(mgr, procfs.Options{Resolve: resolver(root)})
 	if err := t.MountAs("/proc", proc.Root(), "proc"); err != nil {
 		mgr.Close()
@@ -169,6 +172,7 @@ func buildTree(root string, o treeOptions) (*tree, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	go gw.Watch(ctx)
+	go cron.Run(ctx)
 	stop := make(chan struct{})
 	go reapSessions(proc, stop)
 	return &tree{root: t.Root(), export: export, gateway: gw, caps: caps, close: sync.OnceFunc(func() { cancel(); gw.Close(); close(stop); mgr.Close() })}, nil
@@ -306,4 +310,24 @@ func (c *capabilities) list() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return slices.Sorted(slices.Values(c.names))
+}
+
+// sessionRunner runs cron jobs as /proc sessions.
+type sessionRunner struct{ mgr *shelld.Manager }
+
+func (r sessionRunner) Run(name, command string) (func(context.Context) crond.Result, error) {
+	s, err := r.mgr.Create(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Exec(command); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) crond.Result {
+		st, err := s.Wait(ctx)
+		if err != nil {
+			return crond.Result{State: err.Error()}
+		}
+		return crond.Result{Exit: st.ExitCode, State: st.Status}
+	}, nil
 }

@@ -6,5 +6,5 @@ import "embed"
 
 // Pages holds the roff sources: NAME.SECTION at the top level.
 //
-//go:embed *.1 *.7
+//go:embed *.1 *.5 *.7
 var Pages embed.FS
