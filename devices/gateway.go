@@ -489,6 +489,21 @@ func (g *Gateway) known(id string) bool {
 	return ok || g.store.Has(id)
 }
 
+// Counts reports how many devices are online and how many are known,
+// this daemon's own entry left out.
+func (g *Gateway) Counts() (online, known int) {
+	for _, id := range g.ids() {
+		if id == g.o.Self {
+			continue
+		}
+		known++
+		if g.link(id) != nil {
+			online++
+		}
+	}
+	return online, known
+}
+
 // descriptor is what `cat /sys/devices/ID` shows.
 type descriptor struct {
 	DeviceID    string     `json:"deviceId"`

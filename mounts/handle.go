@@ -18,11 +18,15 @@ type fileHandle struct {
 }
 
 func (h *fileHandle) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
-	return h.inner.ReadAt(ctx, p, off)
+	n, err := h.inner.ReadAt(ctx, p, off)
+	h.n.mnt.stats.read.Add(int64(n))
+	return n, err
 }
 
 func (h *fileHandle) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
-	return h.inner.WriteAt(ctx, p, off)
+	n, err := h.inner.WriteAt(ctx, p, off)
+	h.n.mnt.stats.written.Add(int64(n))
+	return n, err
 }
 
 func (h *fileHandle) Close() error { return h.inner.Close() }

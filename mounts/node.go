@@ -21,12 +21,26 @@ type node struct {
 
 func (n *node) virtual() bool { return n.inner == nil }
 
+// tally counts a call on the node's tree, and its failure (/sys/stats).
+// A lookup that finds nothing is an answer, not a failure.
+func (n *node) tally(err *error) {
+	st := n.t.rootStats
+	if n.mnt != nil {
+		st = &n.mnt.stats
+	}
+	st.requests.Add(1)
+	if *err != nil && vfs.Errno(*err) != syscall.ENOENT {
+		st.errors.Add(1)
+	}
+}
+
 func (n *node) fold(a vfs.Attr) vfs.Attr {
 	a.Ino = n.mnt.fold(a.Ino)
 	return a
 }
 
-func (n *node) Attr(ctx context.Context) (vfs.Attr, error) {
+func (n *node) Attr(ctx context.Context) (_ vfs.Attr, err error) {
+	defer n.tally(&err)
 	if n.virtual() {
 		ino := n.t.virtualIno(n.path)
 		c := n.t.created
@@ -39,7 +53,8 @@ func (n *node) Attr(ctx context.Context) (vfs.Attr, error) {
 	return n.fold(a), nil
 }
 
-func (n *node) SetAttr(ctx context.Context, s vfs.SetAttr) (vfs.Attr, error) {
+func (n *node) SetAttr(ctx context.Context, s vfs.SetAttr) (_ vfs.Attr, err error) {
+	defer n.tally(&err)
 	if n.virtual() {
 		return vfs.Attr{}, vfs.Error("setattr", n.path, syscall.EROFS)
 	}
@@ -62,7 +77,8 @@ func (n *node) at(p string) *node {
 	return m
 }
 
-func (n *node) Lookup(ctx context.Context, name string) (vfs.Node, error) {
+func (n *node) Lookup(ctx context.Context, name string) (_ vfs.Node, err error) {
+	defer n.tally(&err)
 	if err := vfs.CheckName("lookup", name); err != nil {
 		return nil, err
 	}
@@ -73,7 +89,7 @@ func (n *node) Lookup(ctx context.Context, name string) (vfs.Node, error) {
 	if n.t.mountAt(p) != nil {
 		return n.at(p), nil
 	}
-	err := vfs.Error("lookup", p, syscall.ENOENT)
+	err = vfs.Error("lookup", p, syscall.ENOENT)
 	if !n.virtual() {
 		var inner vfs.Node
 		if inner, err = n.inner.Lookup(ctx, name); err == nil {
@@ -88,7 +104,8 @@ func (n *node) Lookup(ctx context.Context, name string) (vfs.Node, error) {
 	return nil, err
 }
 
-func (n *node) Open(ctx context.Context, flags int) (vfs.Handle, error) {
+func (n *node) Open(ctx context.Context, flags int) (_ vfs.Handle, err error) {
+	defer n.tally(&err)
 	if n.virtual() {
 		if flags&(os.O_WRONLY|os.O_RDWR) != 0 {
 			return nil, vfs.Error("open", n.path, syscall.EISDIR)
@@ -147,7 +164,8 @@ func (n *node) creating(op, name string) error {
 	return err
 }
 
-func (n *node) Create(ctx context.Context, name string, flags int, mode uint32) (vfs.Node, vfs.Handle, error) {
+func (n *node) Create(ctx context.Context, name string, flags int, mode uint32) (_ vfs.Node, _ vfs.Handle, err error) {
+	defer n.tally(&err)
 	if err := n.creating("create", name); err != nil {
 		return nil, nil, err
 	}
@@ -160,7 +178,8 @@ func (n *node) Create(ctx context.Context, name string, flags int, mode uint32) 
 }
 
 // CreateTemp makes a file with no name in a backend directory that can.
-func (n *node) CreateTemp(ctx context.Context, flags int, mode uint32) (vfs.Node, vfs.Handle, error) {
+func (n *node) CreateTemp(ctx context.Context, flags int, mode uint32) (_ vfs.Node, _ vfs.Handle, err error) {
+	defer n.tally(&err)
 	tc, ok := n.inner.(vfs.TempCreator)
 	if n.virtual() || !ok {
 		return nil, nil, vfs.Error("tmpfile", n.path, syscall.EOPNOTSUPP)
@@ -173,7 +192,8 @@ func (n *node) CreateTemp(ctx context.Context, flags int, mode uint32) (vfs.Node
 	return c, c.wrap(h), nil
 }
 
-func (n *node) Mkdir(ctx context.Context, name string, mode uint32) (vfs.Node, error) {
+func (n *node) Mkdir(ctx context.Context, name string, mode uint32) (_ vfs.Node, err error) {
+	defer n.tally(&err)
 	if err := n.creating("mkdir", name); err != nil {
 		return nil, err
 	}
@@ -184,7 +204,8 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32) (vfs.Node, e
 	return n.child(name, inner), nil
 }
 
-func (n *node) Remove(ctx context.Context, name string, dir bool) error {
+func (n *node) Remove(ctx context.Context, name string, dir bool) (err error) {
+	defer n.tally(&err)
 	if err := n.mutable("remove", name); err != nil {
 		return err
 	}
@@ -207,7 +228,8 @@ func (n *node) Rename(ctx context.Context, oldName string, newDir vfs.Node, newN
 
 // RenameFlags renames with renameat2(2) flags where the backend takes
 // them (vfs.FlagRenamer); elsewhere any flag is EINVAL.
-func (n *node) RenameFlags(ctx context.Context, oldName string, newDir vfs.Node, newName string, flags uint32) error {
+func (n *node) RenameFlags(ctx context.Context, oldName string, newDir vfs.Node, newName string, flags uint32) (err error) {
+	defer n.tally(&err)
 	if err := n.mutable("rename", oldName); err != nil {
 		return err
 	}
@@ -231,7 +253,8 @@ func (n *node) RenameFlags(ctx context.Context, oldName string, newDir vfs.Node,
 	return fr.RenameFlags(ctx, oldName, to.inner, newName, flags)
 }
 
-func (n *node) Link(ctx context.Context, target vfs.Node, name string) (vfs.Node, error) {
+func (n *node) Link(ctx context.Context, target vfs.Node, name string) (_ vfs.Node, err error) {
+	defer n.tally(&err)
 	if err := n.creating("link", name); err != nil {
 		return nil, err
 	}
@@ -250,7 +273,8 @@ func (n *node) Link(ctx context.Context, target vfs.Node, name string) (vfs.Node
 	return n.child(name, inner), nil
 }
 
-func (n *node) Symlink(ctx context.Context, name, target string) (vfs.Node, error) {
+func (n *node) Symlink(ctx context.Context, name, target string) (_ vfs.Node, err error) {
+	defer n.tally(&err)
 	if err := n.creating("symlink", name); err != nil {
 		return nil, err
 	}
@@ -265,7 +289,8 @@ func (n *node) Symlink(ctx context.Context, name, target string) (vfs.Node, erro
 	return n.child(name, inner), nil
 }
 
-func (n *node) Mknod(ctx context.Context, name string, mode uint32, rdev uint64) (vfs.Node, error) {
+func (n *node) Mknod(ctx context.Context, name string, mode uint32, rdev uint64) (_ vfs.Node, err error) {
+	defer n.tally(&err)
 	if err := n.creating("mknod", name); err != nil {
 		return nil, err
 	}
@@ -280,7 +305,8 @@ func (n *node) Mknod(ctx context.Context, name string, mode uint32, rdev uint64)
 	return n.child(name, inner), nil
 }
 
-func (n *node) Readlink(ctx context.Context) (string, error) {
+func (n *node) Readlink(ctx context.Context) (_ string, err error) {
+	defer n.tally(&err)
 	r, ok := n.inner.(vfs.Readlinker)
 	if !ok {
 		return "", vfs.Error("readlink", n.path, syscall.EINVAL)
@@ -292,7 +318,8 @@ func (n *node) Readlink(ctx context.Context) (string, error) {
 // own directories and synthetic trees have no capacity of their own: they
 // report the stored trees' (the state directory's filesystem), so df of
 // the mount says how much room its files have.
-func (n *node) StatFS(ctx context.Context) (vfs.StatFS, error) {
+func (n *node) StatFS(ctx context.Context) (_ vfs.StatFS, err error) {
+	defer n.tally(&err)
 	if s, ok := n.inner.(vfs.StatFSer); ok {
 		return s.StatFS(ctx)
 	}
@@ -318,7 +345,8 @@ func (n *node) xattrs(op string) (vfs.Xattrer, error) {
 	return x, nil
 }
 
-func (n *node) GetXattr(ctx context.Context, name string) ([]byte, error) {
+func (n *node) GetXattr(ctx context.Context, name string) (_ []byte, err error) {
+	defer n.tally(&err)
 	x, err := n.xattrs("getxattr")
 	if err != nil {
 		return nil, vfs.Error("getxattr", n.path, syscall.ENODATA)
@@ -326,7 +354,8 @@ func (n *node) GetXattr(ctx context.Context, name string) ([]byte, error) {
 	return x.GetXattr(ctx, name)
 }
 
-func (n *node) SetXattr(ctx context.Context, name string, value []byte, flags int) error {
+func (n *node) SetXattr(ctx context.Context, name string, value []byte, flags int) (err error) {
+	defer n.tally(&err)
 	x, err := n.xattrs("setxattr")
 	if err != nil {
 		return err
@@ -334,7 +363,8 @@ func (n *node) SetXattr(ctx context.Context, name string, value []byte, flags in
 	return x.SetXattr(ctx, name, value, flags)
 }
 
-func (n *node) ListXattr(ctx context.Context) ([]string, error) {
+func (n *node) ListXattr(ctx context.Context) (_ []string, err error) {
+	defer n.tally(&err)
 	x, err := n.xattrs("listxattr")
 	if err != nil {
 		return nil, nil
@@ -342,7 +372,8 @@ func (n *node) ListXattr(ctx context.Context) ([]string, error) {
 	return x.ListXattr(ctx)
 }
 
-func (n *node) RemoveXattr(ctx context.Context, name string) error {
+func (n *node) RemoveXattr(ctx context.Context, name string) (err error) {
+	defer n.tally(&err)
 	x, err := n.xattrs("removexattr")
 	if err != nil {
 		return err

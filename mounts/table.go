@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gsvfs/gsvfs/vfs"
@@ -38,19 +39,35 @@ type Table struct {
 	nextID   uint64
 	virtInos vfs.InoTable
 	created  time.Time // the timestamps of virtual directories
+	// rootStats counts the calls on virtual directories, which no
+	// mount serves.
+	rootStats *counters
 }
 
 // mount is one backend served at a path.
 type mount struct {
-	path string
-	root vfs.Node
-	id   uint64
-	what string // what is served, for the mount table in text
+	path  string
+	root  vfs.Node
+	id    uint64
+	what  string // what is served, for the mount table in text
+	stats counters
+}
+
+// counters count the calls on a tree, for /sys/stats.
+type counters struct {
+	requests, errors, read, written atomic.Int64
+}
+
+// Stats is what a tree was asked since the daemon started. Reads and
+// writes the kernel does itself (FUSE passthrough) do not count.
+type Stats struct {
+	Path                            string
+	Requests, Errors, Read, Written int64
 }
 
 // New returns an empty table.
 func New() *Table {
-	return &Table{mounts: make(map[string]*mount), created: time.Now()}
+	return &Table{mounts: make(map[string]*mount), created: time.Now(), rootStats: &counters{}}
 }
 
 // Mount serves root at the absolute path p, replacing what was mounted
@@ -72,6 +89,22 @@ func (t *Table) MountAs(p string, root vfs.Node, what string) error {
 	}
 	t.mounts[p] = &mount{path: p, root: root, id: t.nextID, what: what}
 	return nil
+}
+
+// Stats returns the counts of each mounted tree in path order, the
+// virtual directories that join them first (path "").
+func (t *Table) Stats() []Stats {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	out := []Stats{t.rootStats.snapshot("")}
+	for _, p := range slices.Sorted(maps.Keys(t.mounts)) {
+		out = append(out, t.mounts[p].stats.snapshot(p))
+	}
+	return out
+}
+
+func (c *counters) snapshot(p string) Stats {
+	return Stats{Path: p, Requests: c.requests.Load(), Errors: c.errors.Load(), Read: c.read.Load(), Written: c.written.Load()}
 }
 
 // Entry is one line of the mount table.

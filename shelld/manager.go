@@ -109,6 +109,7 @@ type Manager struct {
 	mu       sync.Mutex
 	sessions map[string]*Session
 	next     int
+	created  int // sessions ever made
 }
 
 // NewManager returns a manager running sessions with cfg.
@@ -141,7 +142,16 @@ func (m *Manager) Create(name string) (*Session, error) {
 	}
 	s := newSession(name, &m.cfg)
 	m.sessions[name] = s
+	m.created++
 	return s, nil
+}
+
+// Counts reports how many sessions are not yet finished and how many
+// were ever made.
+func (m *Manager) Counts() (live, total int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.liveLocked(), m.created
 }
 
 func (m *Manager) liveLocked() int {

@@ -7,7 +7,10 @@ package sysfs
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/user"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,6 +32,17 @@ type Options struct {
 	Log vfs.Stream
 	// Cron is the table of /sys/cron; nil leaves it out.
 	Cron func() []byte
+	// Sessions, Devices and Edges feed /sys/stats.
+	Sessions func() (live, total int)
+	Devices  func() (online, known int)
+	Edges    func() []Edge
+}
+
+// Edge is what one server of the tree (a 9P listener) was asked.
+type Edge struct {
+	Name                            string
+	Connections                     int
+	Requests, Errors, Read, Written int64
 }
 
 // New returns /sys.
@@ -58,6 +72,8 @@ func New(o Options) vfs.Node {
 	if o.Log != nil {
 		files["log"] = vfs.NewStreamFile(o.Log)
 	}
+	files["stats"] = vfs.NewSnapshotFile(func(context.Context) []byte { return stats(o) })
+	files["users"] = vfs.NewSnapshotFile(func(ctx context.Context) []byte { return users(ctx, o.Table) })
 	if o.Cron != nil {
 		files["cron"] = vfs.NewSnapshotFile(func(context.Context) []byte { return o.Cron() })
 	}
@@ -76,4 +92,89 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// stats is /sys/stats: a line per subject, worth a `watch cat`.
+func stats(o Options) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "uptime %s\n", o.Clock().Sub(o.Started).Truncate(time.Second))
+	if o.Sessions != nil {
+		live, total := o.Sessions()
+		fmt.Fprintf(&b, "sessions live %d total %d\n", live, total)
+	}
+	if o.Devices != nil {
+		online, known := o.Devices()
+		fmt.Fprintf(&b, "devices online %d known %d\n", online, known)
+	}
+	if o.Edges != nil {
+		for _, e := range o.Edges() {
+			fmt.Fprintf(&b, "edge %s connections %d requests %d errors %d read %s written %s\n",
+				e.Name, e.Connections, e.Requests, e.Errors, size(e.Read), size(e.Written))
+		}
+	}
+	for _, t := range o.Table.Stats() {
+		p := t.Path
+		if p == "" {
+			p = "/" // the virtual directories joining the trees
+		}
+		fmt.Fprintf(&b, "tree %s requests %d errors %d read %s written %s\n",
+			p, t.Requests, t.Errors, size(t.Read), size(t.Written))
+	}
+	return []byte(b.String())
+}
+
+// size is a byte count for people: 0 B, 512 B, 1.5 KiB, 20.0 MiB.
+func size(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, i := float64(n)/unit, 0
+	for v >= unit && i < 4 {
+		v /= unit
+		i++
+	}
+	return fmt.Sprintf("%.1f %ciB", v, "KMGTP"[i])
+}
+
+// users is /sys/users: a line per directory of /home, the tree's users,
+// with the owner's uid and name and the group's gid.
+func users(ctx context.Context, t *mounts.Table) []byte {
+	home, err := vfs.Walk(ctx, t.Root(), "home")
+	if err != nil {
+		return nil
+	}
+	h, err := home.Open(ctx, os.O_RDONLY)
+	if err != nil {
+		return nil
+	}
+	defer h.Close()
+	dr, ok := h.(vfs.DirReader)
+	if !ok {
+		return nil
+	}
+	var b strings.Builder
+	for off := uint64(0); ; {
+		ents, err := dr.ReadDir(ctx, off)
+		if err != nil || len(ents) == 0 {
+			break
+		}
+		for _, e := range ents {
+			off = e.Next
+			n, err := home.Lookup(ctx, e.Name)
+			if err != nil {
+				continue
+			}
+			a, err := n.Attr(ctx)
+			if err != nil || !a.IsDir() {
+				continue
+			}
+			owner := strconv.Itoa(int(a.Uid))
+			if u, err := user.LookupId(owner); err == nil {
+				owner += "(" + u.Username + ")"
+			}
+			fmt.Fprintf(&b, "%s\tuid=%s\tgid=%d\thome=/home/%s\n", e.Name, owner, a.Gid, e.Name)
+		}
+	}
+	return []byte(b.String())
 }

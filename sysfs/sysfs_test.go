@@ -2,6 +2,7 @@ package sysfs
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gsvfs/gsvfs/mounts"
+	"github.com/gsvfs/gsvfs/vfs/diskfs"
 	"github.com/gsvfs/gsvfs/vfs"
 )
 
@@ -61,5 +63,54 @@ func TestFiles(t *testing.T) {
 	}
 	if got := read(t, sys, "mounts"); !strings.Contains(got, "/mnt/lap\tdevice lap\n") {
 		t.Errorf("/sys/mounts after a mount: %q", got)
+	}
+}
+
+func TestStats(t *testing.T) {
+	started := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	tab := mounts.New()
+	tab.MountAs("/home", vfs.NewStaticDir(map[string]vfs.Node{"f": vfs.NewTextFile([]byte("hello"))}), "disk")
+	home, err := tab.Root().Lookup(context.Background(), "home")
+	if err != nil {
+		t.Fatal(err)
+	}
+	read(t, home, "f")
+	if _, err := home.Lookup(context.Background(), "missing"); err == nil {
+		t.Fatal("lookup of a missing name")
+	}
+	sys := New(Options{Started: started, Clock: func() time.Time { return started.Add(time.Minute) }, Table: tab,
+		Sessions: func() (int, int) { return 2, 7 }, Devices: func() (int, int) { return 1, 3 },
+		Edges: func() []Edge {
+			return []Edge{{Name: "9p unix:/s", Connections: 1, Requests: 10, Errors: 2, Read: 1536, Written: 3 << 20}}
+		}})
+	got := read(t, sys, "stats")
+	for _, want := range []string{
+		"uptime 1m0s\n",
+		"sessions live 2 total 7\n",
+		"devices online 1 known 3\n",
+		"edge 9p unix:/s connections 1 requests 10 errors 2 read 1.5 KiB written 3.0 MiB\n",
+		"tree /home requests 3 errors 0 read 5 B written 0 B\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("/sys/stats lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+// /sys/users lists the directories of /home with their owners.
+func TestUsers(t *testing.T) {
+	tab := mounts.New()
+	dir := t.TempDir()
+	os.Mkdir(dir+"/alice", 0o755)
+	os.WriteFile(dir+"/notes", nil, 0o644)
+	d, err := diskfs.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab.Mount("/home", d.Root())
+	got := read(t, New(Options{Table: tab}), "users")
+	want := fmt.Sprintf("alice\tuid=%d", os.Getuid())
+	if !strings.HasPrefix(got, want) || !strings.Contains(got, "home=/home/alice\n") || strings.Contains(got, "notes") {
+		t.Errorf("/sys/users: %q, want a line for alice (uid %d) alone", got, os.Getuid())
 	}
 }

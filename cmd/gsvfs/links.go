@@ -43,6 +43,7 @@ func startLinks(ctx context.Context, root string, f serveFlags, tlsAddrs []strin
 	export := ninep.NewServer(t.export, ninep.ServerOptions{Log: slog.Default()})
 	context.AfterFunc(ctx, func() { stopNinep(export) })
 	t.gateway.ServeGateways(export.ServeConn)
+	t.edges.add("9p links to gateways", export)
 	var where []string
 	for _, addr := range tlsAddrs {
 		lc := net.ListenConfig{}

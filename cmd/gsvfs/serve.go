@@ -103,6 +103,7 @@ func runServe(stdout io.Writer, f serveFlags) error {
 	if err != nil {
 		return err
 	}
+	tree.edges.add("9p "+strings.Join(where, ","), srv)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	linked, err := startLinks(ctx, root, f, tlsAddrs, tree)

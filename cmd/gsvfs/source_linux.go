@@ -2,6 +2,7 @@ package main
 
 import (
 	"log/slog"
+	"strings"
 
 	"github.com/gsvfs/gsvfs/vfs"
 	"github.com/gsvfs/gsvfs/vfs/ninep"
@@ -41,12 +42,13 @@ func openSource(f mountFlags) (*source, error) {
 		return nil, err
 	}
 	src := &source{tree: tree.root, name: root, close: tree.close}
-	srv, _, err := startNinep(tree.root, []ninep.Address{sock})
+	srv, where, err := startNinep(tree.root, []ninep.Address{sock})
 	if err != nil {
 		// The mount works without it; only attaching more mounts does not.
 		slog.Warn("not serving 9P; other mounts cannot attach to this daemon", "err", err)
 		return src, nil
 	}
+	tree.edges.add("9p "+strings.Join(where, ","), srv)
 	src.close = func() { stopNinep(srv); tree.close() }
 	return src, nil
 }

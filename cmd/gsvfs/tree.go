@@ -25,6 +25,7 @@ import (
 	"github.com/gsvfs/gsvfs/sysfs"
 	"github.com/gsvfs/gsvfs/vfs"
 	"github.com/gsvfs/gsvfs/vfs/diskfs"
+	"github.com/gsvfs/gsvfs/vfs/ninep"
 )
 
 // diskTrees are the disk-backed trees, each a directory of the state
@@ -111,6 +112,8 @@ type tree struct {
 	gateway *devices.Gateway
 	// caps is what /sys/capabilities says the daemon serves.
 	caps *capabilities
+	// edges are the 9P servers of the tree, counted in /sys/stats.
+	edges *edgeList
 	// close ends the sessions of /proc, killing their processes.
 	close func()
 }
@@ -156,8 +159,12 @@ func buildTree(root string, o treeOptions) (*tree, error) {
 	mgr := shelld.NewManager(o.sessions)
 	cron := crond.New(crond.Options{File: filepath.Join(root, "etc", "crontab"),
 		Runner: sessionRunner{mgr}, Log: slog.Default()})
+	edges := &edgeList{}
+	var gw *devices.Gateway // made below; /sys/stats asks it only when read
 	if err := t.MountAs("/sys", sysfs.New(sysfs.Options{Version: version, Started: time.Now(),
-		Capabilities: caps.list, Table: t, Log: daemonLog.log, Cron: cron.Table}), "sys"); err != nil {
+		Capabilities: caps.list, Table: t, Log: daemonLog.log, Cron: cron.Table,
+		Sessions: mgr.Counts, Edges: edges.list,
+		Devices: func() (int, int) { return gw.Counts() }}), "sys"); err != nil {
 		return nil, err
 	}
 	proc := procfs.New(mgr, procfs.Options{Resolve: resolver(root)})
@@ -165,7 +172,7 @@ func buildTree(root string, o treeOptions) (*tree, error) {
 		mgr.Close()
 		return nil, err
 	}
-	gw, err := newGateway(root, o.self, t)
+	gw, err = newGateway(root, o.self, t)
 	if err != nil {
 		mgr.Close()
 		return nil, err
@@ -175,7 +182,7 @@ func buildTree(root string, o treeOptions) (*tree, error) {
 	go cron.Run(ctx)
 	stop := make(chan struct{})
 	go reapSessions(proc, stop)
-	return &tree{root: t.Root(), export: export, gateway: gw, caps: caps, close: sync.OnceFunc(func() { cancel(); gw.Close(); close(stop); mgr.Close() })}, nil
+	return &tree{root: t.Root(), export: export, gateway: gw, caps: caps, edges: edges, close: sync.OnceFunc(func() { cancel(); gw.Close(); close(stop); mgr.Close() })}, nil
 }
 
 // bindHostDirs serves each HOSTDIR:PATH of binds as a disk tree at PATH,
@@ -330,4 +337,33 @@ func (r sessionRunner) Run(name, command string) (func(context.Context) crond.Re
 		}
 		return crond.Result{Exit: st.ExitCode, State: st.Status}
 	}, nil
+}
+
+// edgeList is the 9P servers of a tree, for /sys/stats.
+type edgeList struct {
+	mu      sync.Mutex
+	servers []namedServer
+}
+
+type namedServer struct {
+	name string
+	srv  *ninep.Server
+}
+
+func (l *edgeList) add(name string, srv *ninep.Server) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.servers = append(l.servers, namedServer{name, srv})
+}
+
+func (l *edgeList) list() []sysfs.Edge {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []sysfs.Edge
+	for _, s := range l.servers {
+		st := s.srv.Stats()
+		out = append(out, sysfs.Edge{Name: s.name, Connections: st.Connections,
+			Requests: st.Requests, Errors: st.Errors, Read: st.Read, Written: st.Written})
+	}
+	return out
 }

@@ -63,6 +63,36 @@ type Server struct {
 	conns     map[*conn]struct{}
 	closed    bool
 	wg        sync.WaitGroup // connections being served
+
+	requests, errors, read, written atomic.Int64 // for Stats
+}
+
+// Stats is what a server was asked since it started.
+type Stats struct {
+	Connections                     int // being served now
+	Requests, Errors, Read, Written int64
+}
+
+// Stats reports the server's counts. A request answered with an error
+// counts as one, a name not found excepted.
+func (s *Server) Stats() Stats {
+	return Stats{Connections: s.connCount(), Requests: s.requests.Load(), Errors: s.errors.Load(),
+		Read: s.read.Load(), Written: s.written.Load()}
+}
+
+// count records a request and its reply.
+func (s *Server) count(resp Message) {
+	s.requests.Add(1)
+	switch r := resp.(type) {
+	case *Rlerror:
+		if syscall.Errno(r.Ecode) != syscall.ENOENT {
+			s.errors.Add(1)
+		}
+	case *readReply:
+		s.read.Add(int64(r.n))
+	case *Rwrite:
+		s.written.Add(int64(r.Count))
+	}
 }
 
 // NewServer returns a server exporting root. Tattach's aname selects a
@@ -524,6 +554,7 @@ func (c *conn) handle(ctx context.Context, m Message) (resp Message) {
 			c.srv.log.Error("9p request panicked", "type", m.msgType(), "panic", p)
 			resp = errorReply(vfs.Error("9p", "", syscall.EIO))
 		}
+		c.srv.count(resp)
 	}()
 	return c.dispatch(ctx, m)
 }
