@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/gsvfs/gsvfs/mounts"
-	"github.com/gsvfs/gsvfs/vfs/diskfs"
 	"github.com/gsvfs/gsvfs/vfs"
+	"github.com/gsvfs/gsvfs/vfs/diskfs"
 )
 
 func read(t *testing.T, dir vfs.Node, name string) string {
