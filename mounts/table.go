@@ -42,6 +42,7 @@ type Table struct {
 	// rootStats counts the calls on virtual directories, which no
 	// mount serves.
 	rootStats *counters
+	ns        nsState
 }
 
 // mount is one backend served at a path.

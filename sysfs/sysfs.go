@@ -66,6 +66,9 @@ func New(o Options) vfs.Node {
 			for _, e := range o.Table.List() {
 				fmt.Fprintf(&b, "%s\t%s\n", e.Path, dash(e.What))
 			}
+			if why := o.Table.NamespaceError(); why != "" {
+				fmt.Fprintf(&b, "# /etc/namespace refused, the binds before it stay: %s\n", why)
+			}
 			return []byte(b.String())
 		}),
 	}

@@ -180,6 +180,7 @@ func buildTree(root string, o treeOptions) (*tree, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	go gw.Watch(ctx)
 	go cron.Run(ctx)
+	go watchNamespace(ctx, t, filepath.Join(root, "etc", "namespace"))
 	stop := make(chan struct{})
 	go reapSessions(proc, stop)
 	return &tree{root: t.Root(), export: export, gateway: gw, caps: caps, edges: edges, close: sync.OnceFunc(func() { cancel(); gw.Close(); close(stop); mgr.Close() })}, nil

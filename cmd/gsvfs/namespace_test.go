@@ -1,0 +1,108 @@
+//go:build linux
+
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gsvfs/gsvfs/vfs/ninep"
+)
+
+// The agent skills case, as agents' tools do it: two lines appended to
+// /etc/namespace give /home/agent/skills with the agent's files over the
+// global ones, through FUSE and 9P; edits land in the agent's layer.
+func TestNamespaceSkillsUnion(t *testing.T) {
+	d := startMount(t)
+	for p, data := range map[string]string{
+		"home/agent/.skills/mine.md":   "mine\n",
+		"home/agent/.skills/shared.md": "agent's shared\n",
+		"etc/skills/shared.md":         "global shared\n",
+		"etc/skills/global.md":         "global\n",
+		"etc/skills/pdf/SKILL.md":      "pdf\n",
+	} {
+		os.MkdirAll(filepath.Dir(d.Path(p)), 0o755)
+		if err := os.WriteFile(d.Path(p), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.MkdirAll(d.Path("home/agent/skills"), 0o755)
+	ns, err := os.OpenFile(d.Path("etc/namespace"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.WriteString("bind -c /home/agent/.skills /home/agent/skills\nbind -a /etc/skills /home/agent/skills\n")
+	ns.Close()
+	skills := d.Path("home/agent/skills")
+	want := []string{"global.md", "mine.md", "pdf", "shared.md"}
+	if !waitFor(5*time.Second, func() bool { return slices.Equal(ls(t, skills), want) }) {
+		t.Fatalf("ls skills: %q, want %q", ls(t, skills), want)
+	}
+	read := func(p string) string { b, _ := os.ReadFile(filepath.Join(skills, p)); return string(b) }
+	if read("shared.md") != "agent's shared\n" || read("global.md") != "global\n" || read("pdf/SKILL.md") != "pdf\n" {
+		t.Errorf("reads through the union: %q %q %q", read("shared.md"), read("global.md"), read("pdf/SKILL.md"))
+	}
+
+	// Edits, as agents' tools make them: sed -i (a new file renamed over
+	// the name), an append, a new file in a global-only directory.
+	run(t, skills, "sed", "-i", "s/global/edited/", "global.md")
+	run(t, skills, "sh", "-c", "echo appended >> pdf/SKILL.md && echo new > pdf/notes.md")
+	if read("global.md") != "edited\n" || read("pdf/SKILL.md") != "pdf\nappended\n" {
+		t.Errorf("after edits: %q %q", read("global.md"), read("pdf/SKILL.md"))
+	}
+	for p, want := range map[string]string{"etc/skills/global.md": "global\n", "etc/skills/pdf/SKILL.md": "pdf\n"} {
+		if b, _ := os.ReadFile(filepath.Join(d.Root, p)); string(b) != want {
+			t.Errorf("the global %s changed: %q", p, b)
+		}
+	}
+	for _, p := range []string{"global.md", "pdf/SKILL.md", "pdf/notes.md"} {
+		if _, err := os.Stat(filepath.Join(d.Root, "home/agent/.skills", p)); err != nil {
+			t.Errorf("%s is not in the agent's layer: %v", p, err)
+		}
+	}
+	// Removing the agent's copy shows the global one again.
+	os.Remove(filepath.Join(skills, "shared.md"))
+	if read("shared.md") != "global shared\n" {
+		t.Errorf("after removing the agent's shared.md: %q", read("shared.md"))
+	}
+
+	// Over 9P, the same union.
+	_, tree := attach(t, ninep.Address{Network: "unix", Addr: filepath.Join(d.Root, "gsvfs.sock")})
+	if got := readTree(t, tree, "home/agent/skills/mine.md"); got != "mine\n" {
+		t.Errorf("over 9P: %q", got)
+	}
+
+	// A bad edit is refused whole: the union stays, and /sys/mounts says why.
+	ns, _ = os.OpenFile(d.Path("etc/namespace"), os.O_WRONLY|os.O_APPEND, 0)
+	ns.WriteString("bind -x /nowhere /home/agent/skills\n")
+	ns.Close()
+	if !waitFor(5*time.Second, func() bool {
+		b, _ := os.ReadFile(d.Path("sys/mounts"))
+		return strings.Contains(string(b), "namespace refused")
+	}) {
+		t.Errorf("/sys/mounts does not say the namespace was refused")
+	}
+	if got := ls(t, skills); !slices.Contains(got, "mine.md") || !slices.Contains(got, "global.md") {
+		t.Errorf("skills after a refused edit: %q", got)
+	}
+}
+
+func ls(t *testing.T, dir string) []string {
+	t.Helper()
+	out, _ := exec.Command("ls", "-A", dir).Output()
+	return strings.Fields(string(out))
+}
+
+func waitFor(limit time.Duration, cond func() bool) bool {
+	for end := time.Now().Add(limit); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return cond()
+}

@@ -1,0 +1,368 @@
+package mounts
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"syscall"
+
+	"github.com/gsvfs/gsvfs/vfs"
+)
+
+// A union directory shows several directories (layers) as one, as Plan
+// 9's bind -a/-b does: a name is found in the first layer that has it,
+// a listing merges the layers without duplicates, and subdirectories of
+// the same name are unions again. New names go to the layer marked for
+// creation (bind -c); with none, nothing can be created. Changing a file
+// found only in another layer copies it into the creation layer first,
+// as overlayfs does, so the other layers are never written through the
+// union: the agent skills case, an agent's own files over global ones.
+// Removing and renaming work in the creation layer only; removing a name
+// that a later layer also has leaves that one visible.
+
+// Layer is one directory of a union.
+type Layer struct {
+	Dir    vfs.Node // nil: the creation layer has no such directory yet
+	Create bool     // new names and copies go here
+}
+
+// unionDir is a union directory: the top of a bind, or a subdirectory
+// found in several layers. parent is nil at the top.
+type unionDir struct {
+	layers []Layer
+	parent *unionDir
+	name   string
+}
+
+// NewUnion returns the union of layers, the first one first.
+func NewUnion(layers []Layer) vfs.Node { return &unionDir{layers: layers} }
+
+func (u *unionDir) first() vfs.Node {
+	for _, l := range u.layers {
+		if l.Dir != nil {
+			return l.Dir
+		}
+	}
+	return nil
+}
+
+// created is the creation layer's directory, or nil where it has none.
+func (u *unionDir) created() (dir vfs.Node, ok bool) {
+	for _, l := range u.layers {
+		if l.Create {
+			return l.Dir, true
+		}
+	}
+	return nil, false
+}
+
+// target is the creation layer's directory, made (with its parents)
+// where only other layers have it so far.
+func (u *unionDir) target(ctx context.Context) (vfs.Node, error) {
+	i := -1
+	for j, l := range u.layers {
+		if l.Create {
+			i = j
+			break
+		}
+	}
+	if i < 0 {
+		return nil, vfs.Error("create", u.name, syscall.EROFS)
+	}
+	if u.layers[i].Dir != nil {
+		return u.layers[i].Dir, nil
+	}
+	if u.parent == nil {
+		return nil, vfs.Error("create", u.name, syscall.ENOENT)
+	}
+	up, err := u.parent.target(ctx)
+	if err != nil {
+		return nil, err
+	}
+	a, err := u.Attr(ctx)
+	if err != nil {
+		return nil, err
+	}
+	n, err := up.Mkdir(ctx, u.name, a.Mode&0o7777)
+	if vfs.Errno(err) == syscall.EEXIST {
+		n, err = up.Lookup(ctx, u.name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	u.layers[i].Dir = n
+	return n, nil
+}
+
+func (u *unionDir) Attr(ctx context.Context) (vfs.Attr, error) {
+	if d := u.first(); d != nil {
+		return d.Attr(ctx)
+	}
+	return vfs.Attr{}, vfs.Error("stat", u.name, syscall.ENOENT)
+}
+
+func (u *unionDir) SetAttr(ctx context.Context, s vfs.SetAttr) (vfs.Attr, error) {
+	d, err := u.target(ctx)
+	if err != nil {
+		return vfs.Attr{}, err
+	}
+	return d.SetAttr(ctx, s)
+}
+
+// Lookup finds name in the first layer that has it. A directory found
+// there is merged with the same name's directories in the later layers.
+func (u *unionDir) Lookup(ctx context.Context, name string) (vfs.Node, error) {
+	var sub []Layer
+	for _, l := range u.layers {
+		var n vfs.Node
+		if l.Dir != nil {
+			n, _ = l.Dir.Lookup(ctx, name)
+		}
+		if n == nil {
+			if l.Create {
+				sub = append(sub, Layer{Create: true}) // made on a change
+			}
+			continue
+		}
+		a, err := n.Attr(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if a.IsDir() {
+			sub = append(sub, Layer{Dir: n, Create: l.Create})
+			continue
+		}
+		if len(sub) == 0 || !hasDir(sub) {
+			return &unionFile{Node: n, dir: u, name: name, copied: l.Create}, nil
+		}
+	}
+	if !hasDir(sub) {
+		return nil, vfs.Error("lookup", name, syscall.ENOENT)
+	}
+	return &unionDir{layers: sub, parent: u, name: name}, nil
+}
+
+func hasDir(layers []Layer) bool {
+	for _, l := range layers {
+		if l.Dir != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Open lists the union: every layer's names, the first of each.
+func (u *unionDir) Open(ctx context.Context, flags int) (vfs.Handle, error) {
+	if flags&(os.O_WRONLY|os.O_RDWR) != 0 {
+		return nil, vfs.Error("open", u.name, syscall.EISDIR)
+	}
+	var out vfs.ListHandle
+	seen := map[string]bool{}
+	for _, l := range u.layers {
+		if l.Dir == nil {
+			continue
+		}
+		ents, err := readAll(ctx, l.Dir)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range ents {
+			if !seen[e.Name] {
+				seen[e.Name] = true
+				e.Next = uint64(len(out) + 1)
+				out = append(out, e)
+			}
+		}
+	}
+	return out, nil
+}
+
+func readAll(ctx context.Context, dir vfs.Node) ([]vfs.DirEntry, error) {
+	h, err := dir.Open(ctx, os.O_RDONLY)
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	dr, ok := h.(vfs.DirReader)
+	if !ok {
+		return nil, vfs.Error("readdir", "", syscall.ENOTDIR)
+	}
+	var all []vfs.DirEntry
+	for off := uint64(0); ; {
+		ents, err := dr.ReadDir(ctx, off)
+		if err != nil || len(ents) == 0 {
+			return all, err
+		}
+		all = append(all, ents...)
+		off = ents[len(ents)-1].Next
+	}
+}
+
+// Create makes name in the creation layer; an existing name of any
+// layer is opened as it is found (copied up if it is to be written).
+func (u *unionDir) Create(ctx context.Context, name string, flags int, mode uint32) (vfs.Node, vfs.Handle, error) {
+	if n, err := u.Lookup(ctx, name); err == nil {
+		if flags&os.O_EXCL != 0 {
+			return nil, nil, vfs.Error("create", name, syscall.EEXIST)
+		}
+		h, err := n.Open(ctx, flags&^os.O_CREATE)
+		return n, h, err
+	}
+	dir, err := u.target(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	n, h, err := dir.Create(ctx, name, flags, mode)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &unionFile{Node: n, dir: u, name: name, copied: true}, h, nil
+}
+
+func (u *unionDir) Mkdir(ctx context.Context, name string, mode uint32) (vfs.Node, error) {
+	if _, err := u.Lookup(ctx, name); err == nil {
+		return nil, vfs.Error("mkdir", name, syscall.EEXIST)
+	}
+	dir, err := u.target(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := dir.Mkdir(ctx, name, mode); err != nil {
+		return nil, err
+	}
+	return u.Lookup(ctx, name)
+}
+
+// Remove removes name from the creation layer; a name only other layers
+// have cannot be removed through the union (EACCES).
+func (u *unionDir) Remove(ctx context.Context, name string, dir bool) error {
+	own, ok := u.created()
+	if !ok {
+		return vfs.Error("remove", name, syscall.EROFS)
+	}
+	err := vfs.Error("remove", name, syscall.ENOENT)
+	if own != nil {
+		err = own.Remove(ctx, name, dir)
+	}
+	if vfs.Errno(err) == syscall.ENOENT {
+		if _, found := u.Lookup(ctx, name); found == nil {
+			return vfs.Error("remove", name, syscall.EACCES)
+		}
+	}
+	return err
+}
+
+// Rename renames within the creation layer; a name of another layer, or
+// a directory outside the union, is EXDEV, as across file systems.
+func (u *unionDir) Rename(ctx context.Context, oldName string, newDir vfs.Node, newName string) error {
+	to, ok := newDir.(*unionDir)
+	own, hasOwn := u.created()
+	if !ok || !hasOwn {
+		return vfs.Error("rename", oldName, syscall.EXDEV)
+	}
+	if own == nil {
+		return vfs.Error("rename", oldName, syscall.EXDEV) // only other layers have it
+	}
+	dst, err := to.target(ctx)
+	if err != nil {
+		return vfs.Error("rename", oldName, syscall.EXDEV)
+	}
+	err = own.Rename(ctx, oldName, dst, newName)
+	if vfs.Errno(err) == syscall.ENOENT {
+		if _, found := u.Lookup(ctx, oldName); found == nil {
+			return vfs.Error("rename", oldName, syscall.EXDEV)
+		}
+	}
+	return err
+}
+
+// unionFile is a file found in a union: changes to it land in the
+// creation layer, copied there first if it was found in another.
+type unionFile struct {
+	vfs.Node
+	dir    *unionDir
+	name   string
+	copied bool // the file is the creation layer's
+}
+
+// Readlink reads a symlink found in a layer.
+func (f *unionFile) Readlink(ctx context.Context) (string, error) {
+	r, ok := f.Node.(vfs.Readlinker)
+	if !ok {
+		return "", vfs.Error("readlink", f.name, syscall.EINVAL)
+	}
+	return r.Readlink(ctx)
+}
+
+func (f *unionFile) Open(ctx context.Context, flags int) (vfs.Handle, error) {
+	if flags&(os.O_WRONLY|os.O_RDWR|os.O_TRUNC|os.O_APPEND) != 0 {
+		if err := f.copyUp(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return f.Node.Open(ctx, flags)
+}
+
+func (f *unionFile) SetAttr(ctx context.Context, s vfs.SetAttr) (vfs.Attr, error) {
+	if err := f.copyUp(ctx); err != nil {
+		return vfs.Attr{}, err
+	}
+	return f.Node.SetAttr(ctx, s)
+}
+
+// copyUp copies the file into the creation layer, once.
+func (f *unionFile) copyUp(ctx context.Context) error {
+	if f.copied {
+		return nil
+	}
+	dir, err := f.dir.target(ctx)
+	if err != nil {
+		return err
+	}
+	a, err := f.Node.Attr(ctx)
+	if err != nil {
+		return err
+	}
+	if a.Type() != syscall.S_IFREG {
+		return vfs.Error("copy up", f.name, syscall.EOPNOTSUPP)
+	}
+	src, err := f.Node.Open(ctx, os.O_RDONLY)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	n, dst, err := dir.Create(ctx, f.name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, a.Mode&0o7777)
+	if err != nil {
+		return err
+	}
+	if err := copyHandle(ctx, dst, src); err != nil {
+		dst.Close()
+		dir.Remove(ctx, f.name, false)
+		return err
+	}
+	if err := dst.Close(); err != nil {
+		return err
+	}
+	f.Node, f.copied = n, true
+	return nil
+}
+
+func copyHandle(ctx context.Context, dst, src vfs.Handle) error {
+	buf := make([]byte, 256<<10)
+	for off := int64(0); ; {
+		n, err := src.ReadAt(ctx, buf, off)
+		if n > 0 {
+			if _, werr := dst.WriteAt(ctx, buf[:n], off); werr != nil {
+				return werr
+			}
+			off += int64(n)
+		}
+		if errors.Is(err, io.EOF) || n == 0 && err == nil {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
