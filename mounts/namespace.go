@@ -151,7 +151,12 @@ func (t *Table) bind(ctx context.Context, b bindLine, hostDir func(string) (vfs.
 		}
 	}
 	t.ns.binds[b.new] = layers
-	return t.MountAs(b.new, NewUnion(layers), "bind "+b.old)
+	if len(layers) == 1 {
+		// Alone, the directory is served as it is: a plain bind, with
+		// everything its tree can do.
+		return t.MountAs(b.new, old, "bind "+b.old)
+	}
+	return t.MountAs(b.new, NewUnion(layers), "union "+b.new)
 }
 
 // resolve is OLD's directory: the tree's, where a tree serves its path,

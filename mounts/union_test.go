@@ -165,6 +165,14 @@ func TestApplyNamespace(t *testing.T) {
 	if got := readNode(t, walk(t, tab.Root(), "home", "data", "data.txt")); got != "host data" {
 		t.Errorf("a bound host directory: %q", got)
 	}
+	if _, h, err := walk(t, tab.Root(), "home", "data").Create(ctx, "written", os.O_RDWR|os.O_CREATE, 0o644); err != nil {
+		t.Errorf("a plain bind is writable: %v", err)
+	} else {
+		h.Close()
+		if _, err := os.Stat(filepath.Join(hostSrc, "written")); err != nil {
+			t.Errorf("the file made in the bound directory: %v", err)
+		}
+	}
 
 	// A bad file is refused whole: the table keeps the good binds.
 	for _, bad := range []string{"bind -c /home/agent/.skills\n", "mount tcp:x /y\n", "bind -z /a /b\n", "bind /home/nothere /home/x\n", "bind relative /home/x\n"} {
