@@ -163,7 +163,7 @@ func (u *unionDir) Open(ctx context.Context, flags int) (vfs.Handle, error) {
 		if l.Dir == nil {
 			continue
 		}
-		ents, err := readAll(ctx, l.Dir)
+		ents, err := vfs.ReadDirAll(ctx, l.Dir)
 		if err != nil {
 			return nil, err
 		}
@@ -176,27 +176,6 @@ func (u *unionDir) Open(ctx context.Context, flags int) (vfs.Handle, error) {
 		}
 	}
 	return out, nil
-}
-
-func readAll(ctx context.Context, dir vfs.Node) ([]vfs.DirEntry, error) {
-	h, err := dir.Open(ctx, os.O_RDONLY)
-	if err != nil {
-		return nil, err
-	}
-	defer h.Close()
-	dr, ok := h.(vfs.DirReader)
-	if !ok {
-		return nil, vfs.Error("readdir", "", syscall.ENOTDIR)
-	}
-	var all []vfs.DirEntry
-	for off := uint64(0); ; {
-		ents, err := dr.ReadDir(ctx, off)
-		if err != nil || len(ents) == 0 {
-			return all, err
-		}
-		all = append(all, ents...)
-		off = ents[len(ents)-1].Next
-	}
 }
 
 // Create makes name in the creation layer; an existing name of any

@@ -7,7 +7,6 @@ package sysfs
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/user"
 	"runtime"
 	"strconv"
@@ -147,37 +146,22 @@ func users(ctx context.Context, t *mounts.Table) []byte {
 	if err != nil {
 		return nil
 	}
-	h, err := home.Open(ctx, os.O_RDONLY)
-	if err != nil {
-		return nil
-	}
-	defer h.Close()
-	dr, ok := h.(vfs.DirReader)
-	if !ok {
-		return nil
-	}
+	ents, _ := vfs.ReadDirAll(ctx, home)
 	var b strings.Builder
-	for off := uint64(0); ; {
-		ents, err := dr.ReadDir(ctx, off)
-		if err != nil || len(ents) == 0 {
-			break
+	for _, e := range ents {
+		n, err := home.Lookup(ctx, e.Name)
+		if err != nil {
+			continue
 		}
-		for _, e := range ents {
-			off = e.Next
-			n, err := home.Lookup(ctx, e.Name)
-			if err != nil {
-				continue
-			}
-			a, err := n.Attr(ctx)
-			if err != nil || !a.IsDir() {
-				continue
-			}
-			owner := strconv.Itoa(int(a.Uid))
-			if u, err := user.LookupId(owner); err == nil {
-				owner += "(" + u.Username + ")"
-			}
-			fmt.Fprintf(&b, "%s\tuid=%s\tgid=%d\thome=/home/%s\n", e.Name, owner, a.Gid, e.Name)
+		a, err := n.Attr(ctx)
+		if err != nil || !a.IsDir() {
+			continue
 		}
+		owner := strconv.Itoa(int(a.Uid))
+		if u, err := user.LookupId(owner); err == nil {
+			owner += "(" + u.Username + ")"
+		}
+		fmt.Fprintf(&b, "%s\tuid=%s\tgid=%d\thome=/home/%s\n", e.Name, owner, a.Gid, e.Name)
 	}
 	return []byte(b.String())
 }

@@ -68,6 +68,28 @@ func Walk(ctx context.Context, from Node, rel string) (Node, error) {
 	return n, nil
 }
 
+// ReadDirAll lists the directory dir whole.
+func ReadDirAll(ctx context.Context, dir Node) ([]DirEntry, error) {
+	h, err := dir.Open(ctx, os.O_RDONLY)
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	dr, ok := h.(DirReader)
+	if !ok {
+		return nil, Error("readdir", "", syscall.ENOTDIR)
+	}
+	var all []DirEntry
+	for off := uint64(0); ; {
+		ents, err := dr.ReadDir(ctx, off)
+		if err != nil || len(ents) == 0 {
+			return all, err
+		}
+		all = append(all, ents...)
+		off = ents[len(ents)-1].Next
+	}
+}
+
 // bootTime is the timestamp of built-in nodes: they were made at start.
 var bootTime = time.Now()
 

@@ -170,12 +170,13 @@ func readDevices(root string) ([]deviceInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	names, err := listDir(ctx, dir)
+	ents, err := vfs.ReadDirAll(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
 	var out []deviceInfo
-	for _, name := range names {
+	for _, e := range ents {
+		name := e.Name
 		b, err := readNode(ctx, dir, name)
 		if err != nil {
 			return nil, err
@@ -187,29 +188,6 @@ func readDevices(root string) ([]deviceInfo, error) {
 		out = append(out, d)
 	}
 	return out, nil
-}
-
-func listDir(ctx context.Context, dir vfs.Node) ([]string, error) {
-	h, err := dir.Open(ctx, os.O_RDONLY)
-	if err != nil {
-		return nil, err
-	}
-	defer h.Close()
-	dr, ok := h.(vfs.DirReader)
-	if !ok {
-		return nil, errors.New("not a directory")
-	}
-	var names []string
-	for off := uint64(0); ; {
-		ents, err := dr.ReadDir(ctx, off)
-		if err != nil || len(ents) == 0 {
-			return names, err
-		}
-		for _, e := range ents {
-			names = append(names, e.Name)
-		}
-		off = ents[len(ents)-1].Next
-	}
 }
 
 func readNode(ctx context.Context, dir vfs.Node, name string) ([]byte, error) {
