@@ -140,10 +140,28 @@ func (m *Manager) Create(name string) (*Session, error) {
 	if m.sessions[name] != nil {
 		return nil, ErrExists
 	}
-	s := newSession(name, &m.cfg)
+	cfg := m.cfg // the session's own: a later Configure changes new ones
+	s := newSession(name, &cfg)
 	m.sessions[name] = s
 	m.created++
 	return s, nil
+}
+
+// Config returns the configuration new sessions get.
+func (m *Manager) Config() Config {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.cfg
+}
+
+// Configure changes the configuration: sessions made from now on get
+// the new one, running ones keep theirs; the retention time and the cap
+// on live sessions apply to all at once.
+func (m *Manager) Configure(change func(*Config)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	change(&m.cfg)
+	m.cfg.fill()
 }
 
 // Counts reports how many sessions are not yet finished and how many
@@ -227,8 +245,8 @@ func (m *Manager) Remove(name string) error {
 // Create reap as they go, so an expired session is never seen; calling
 // Reap now and then lets the memory of those nobody asks for go.
 func (m *Manager) Reap() []string {
-	now := m.cfg.Clock()
 	m.mu.Lock()
+	now := m.cfg.Clock()
 	var gone []*Session
 	for name, s := range m.sessions {
 		if m.expired(s, now) {

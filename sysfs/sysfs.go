@@ -7,6 +7,7 @@ package sysfs
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os/user"
 	"runtime"
 	"strconv"
@@ -31,6 +32,10 @@ type Options struct {
 	Log vfs.Stream
 	// Cron is the table of /sys/cron; nil leaves it out.
 	Cron func() []byte
+	// Config is the daemon's settings, /sys/config; Log gets why a
+	// write there was refused.
+	Config    []ConfigKey
+	ConfigLog *slog.Logger
 	// Sessions, Devices and Edges feed /sys/stats.
 	Sessions func() (live, total int)
 	Devices  func() (online, known int)
@@ -75,6 +80,12 @@ func New(o Options) vfs.Node {
 		files["log"] = vfs.NewStreamFile(o.Log)
 	}
 	files["stats"] = vfs.NewSnapshotFile(func(context.Context) []byte { return stats(o) })
+	if o.Config != nil {
+		if o.ConfigLog == nil {
+			o.ConfigLog = slog.Default()
+		}
+		files["config"] = configDir(o.Config, o.ConfigLog)
+	}
 	files["users"] = vfs.NewSnapshotFile(func(ctx context.Context) []byte { return users(ctx, o.Table) })
 	if o.Cron != nil {
 		files["cron"] = vfs.NewSnapshotFile(func(context.Context) []byte { return o.Cron() })

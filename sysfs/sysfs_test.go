@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -112,5 +113,59 @@ func TestUsers(t *testing.T) {
 	want := fmt.Sprintf("alice\tuid=%d", os.Getuid())
 	if !strings.HasPrefix(got, want) || !strings.Contains(got, "home=/home/alice\n") || strings.Contains(got, "notes") {
 		t.Errorf("/sys/users: %q, want a line for alice (uid %d) alone", got, os.Getuid())
+	}
+}
+
+func TestConfig(t *testing.T) {
+	value := "30m"
+	var set []string
+	sys := New(Options{Table: mounts.New(), Config: []ConfigKey{
+		{Name: "root", Get: func() string { return "/state" }},
+		{Name: "join", Secret: true, Get: func() string { return "gsvfs1.secret" }},
+		{Name: "session-retention", Get: func() string { return value }, Set: func(v string) error {
+			if _, err := time.ParseDuration(v); err != nil {
+				return err
+			}
+			value = v
+			set = append(set, v)
+			return nil
+		}},
+	}})
+	config, err := sys.Lookup(context.Background(), "config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, config, "join"); got != "********\n" {
+		t.Errorf("a secret reads %q", got)
+	}
+	if got := read(t, config, "root"); got != "/state\n" {
+		t.Errorf("root reads %q", got)
+	}
+	write := func(name, data string) error {
+		n, err := config.Lookup(context.Background(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := n.Open(context.Background(), os.O_WRONLY|os.O_TRUNC)
+		if err != nil {
+			return err
+		}
+		if _, err := h.WriteAt(context.Background(), []byte(data), 0); err != nil {
+			h.Close()
+			return err
+		}
+		return h.Close()
+	}
+	if err := write("session-retention", "10m\n"); err != nil || value != "10m" {
+		t.Errorf("a writable key: %v, value %q", err, value)
+	}
+	if err := write("session-retention", "soon\n"); vfs.Errno(err) != syscall.EINVAL || value != "10m" {
+		t.Errorf("a bad value: %v, value %q", err, value)
+	}
+	if err := write("session-retention", "2h"); err != nil || value != "2h" {
+		t.Errorf("a value without a newline, at close: %v, value %q", err, value)
+	}
+	if err := write("root", "/elsewhere\n"); vfs.Errno(err) != syscall.EPERM {
+		t.Errorf("a read-only key: %v, want EPERM", err)
 	}
 }

@@ -845,7 +845,7 @@ func TestLifecycleReadOnlyTree(t *testing.T) {
 	// The synthetic directories exist, hold only what their subsystems
 	// put there, and take nothing (/proc has its own tests: proc_test.go;
 	// /sys/devices and /mnt, devices_test.go).
-	for name, want := range map[string]string{"sys": "capabilities cron devices log mounts stats uptime users version", "dev": "full log null random urandom zero", "mnt": "", "sys/devices": "gsv"} {
+	for name, want := range map[string]string{"sys": "capabilities config cron devices log mounts stats uptime users version", "dev": "full log null random urandom zero", "mnt": "", "sys/devices": "gsv"} {
 		p := d.Path(name)
 		fi, err := os.Stat(p)
 		if err != nil || !fi.IsDir() {

@@ -47,7 +47,12 @@ func setupLog(level string) error {
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		return fmt.Errorf("bad --log-level %q: want debug, info, warn or error", level)
 	}
+	logLevel.Set(l)
 	out := io.MultiWriter(os.Stderr, daemonLog)
-	slog.SetDefault(slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: l})))
+	slog.SetDefault(slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: logLevel})))
 	return nil
 }
+
+// logLevel is the level the log keeps, changed live through
+// /sys/config/log-level.
+var logLevel = new(slog.LevelVar)

@@ -50,7 +50,7 @@ over its 9P socket; --server mounts the tree of any gsvfs 9P server.`,
 			if f.root != "" && f.server != "" {
 				return errors.New("--root and --server exclude each other: a server has its own state directory")
 			}
-			if err := f.sessions.check(); err != nil {
+			if err := f.sessions.check(cmd); err != nil {
 				return err
 			}
 			if f.root == "" {
@@ -242,7 +242,11 @@ func startDaemon(stdout io.Writer, f mountFlags, mountpoint string) error {
 // daemonArgs is the command line of the background daemon: this one's
 // mount with the flags the daemon needs.
 func daemonArgs(f mountFlags, root, mountpoint string) []string {
-	args := []string{"--log-level", f.logLevel, "mount"}
+	var args []string
+	if f.sessions.explicit["log-level"] {
+		args = append(args, "--log-level", f.logLevel)
+	}
+	args = append(args, "mount")
 	if f.server != "" {
 		args = append(args, "--server", f.server)
 	} else {

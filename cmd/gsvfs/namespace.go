@@ -45,7 +45,9 @@ func applyNamespace(ctx context.Context, t *mounts.Table, file, text string) {
 		slog.Warn("namespace refused; the binds before it stay", "file", file, "err", err)
 		return
 	}
-	slog.Info("namespace applied", "file", file)
+	if text != "" {
+		slog.Info("namespace applied", "file", file)
+	}
 }
 
 // hostTree serves a host directory bound into the tree, confined as the

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gsvfs/gsvfs/devices"
+	"github.com/gsvfs/gsvfs/sysfs"
 	"github.com/gsvfs/gsvfs/vfs/ninep"
 )
 
@@ -48,7 +50,7 @@ gets the server's rights (root's, for a server run as root), commands in
 /proc included.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := f.sessions.check(); err != nil {
+			if err := f.sessions.check(cmd); err != nil {
 				return err
 			}
 			if f.root == "" {
@@ -92,8 +94,15 @@ func runServe(stdout io.Writer, f serveFlags) error {
 		return err
 	}
 	defer stopProfile()
+	refuse := append(slices.Clone(defaultRefused), f.refuse...)
 	tree, err := buildTree(root, treeOptions{self: f.device, sessions: f.sessions.config(),
-		binds: f.binds, refuse: append(slices.Clone(defaultRefused), f.refuse...)})
+		binds: f.binds, refuse: refuse, explicit: f.sessions.explicit,
+		facts: []sysfs.ConfigKey{
+			fact("root", root), fact("listen", strings.Join(f.listen, " ")), fact("device", f.device),
+			{Name: "join", Secret: true, Get: func() string { return f.join }},
+			fact("bind", strings.Join(f.binds, " ")), fact("refuse", strings.Join(refuse, " ")),
+			fact("insecure-tcp", strconv.FormatBool(f.insecureTCP)),
+		}})
 	if err != nil {
 		return err
 	}

@@ -8,12 +8,17 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/gsvfs/gsvfs/shelld"
 )
 
 // sessionFlags configure the shell sessions of /proc (gsvfs-proc(7)).
 type sessionFlags struct {
+	// explicit names the flags given on the command line: they win over
+	// what /sys/config kept in the state directory.
+	explicit map[string]bool
+
 	shell       string
 	outputCap   int
 	execTimeout time.Duration
@@ -32,13 +37,16 @@ func addSessionFlags(cmd *cobra.Command, s *sessionFlags) {
 	cmd.Flags().StringVar(&s.umask, "session-umask", "", "umask of /proc sessions, in octal (default: the umask gsvfs was started with)")
 }
 
-// args gives the flags back as a command line, for the background daemon.
+// args gives the flags given on the command line back, for the
+// background daemon, and the umask, which check settled.
 func (s sessionFlags) args() []string {
-	args := []string{"--session-output", strconv.Itoa(s.outputCap), "--exec-timeout", s.execTimeout.String(),
-		"--session-retention", s.retention.String(), "--max-sessions", strconv.Itoa(s.maxLive),
-		"--session-umask", s.umask}
-	if s.shell != "" {
-		args = append(args, "--session-shell", s.shell)
+	args := []string{"--session-umask", s.umask}
+	for name, value := range map[string]string{"session-output": strconv.Itoa(s.outputCap),
+		"exec-timeout": s.execTimeout.String(), "session-retention": s.retention.String(),
+		"max-sessions": strconv.Itoa(s.maxLive), "session-shell": s.shell, "log-level": ""} {
+		if s.explicit[name] && name != "log-level" {
+			args = append(args, "--"+name, value)
+		}
 	}
 	return args
 }
@@ -47,7 +55,9 @@ func (s sessionFlags) args() []string {
 // accident: negative times and counts; and it settles the umask now,
 // before the daemon sets its own to 0: the sessions take the one of
 // whoever started gsvfs unless --session-umask says otherwise.
-func (s *sessionFlags) check() error {
+func (s *sessionFlags) check(cmd *cobra.Command) error {
+	s.explicit = map[string]bool{}
+	cmd.Flags().Visit(func(f *pflag.Flag) { s.explicit[f.Name] = true })
 	if s.outputCap < 0 || s.maxLive < 0 || s.execTimeout < 0 || s.retention < 0 {
 		return errors.New("--session-output, --exec-timeout, --session-retention and --max-sessions cannot be negative")
 	}

@@ -2,8 +2,10 @@ package main
 
 import (
 	"log/slog"
+	"strconv"
 	"strings"
 
+	"github.com/gsvfs/gsvfs/sysfs"
 	"github.com/gsvfs/gsvfs/vfs"
 	"github.com/gsvfs/gsvfs/vfs/ninep"
 )
@@ -37,7 +39,12 @@ func openSource(f mountFlags) (*source, error) {
 		slog.Info("a daemon already serves the state directory; attaching to it", "socket", sock.Addr)
 		return remoteSource(sock)
 	}
-	tree, err := buildTree(root, treeOptions{self: defaultDevice, sessions: f.sessions.config(), refuse: defaultRefused})
+	tree, err := buildTree(root, treeOptions{self: defaultDevice, sessions: f.sessions.config(), refuse: defaultRefused,
+		explicit: f.sessions.explicit, facts: []sysfs.ConfigKey{
+			fact("root", root), fact("device", defaultDevice),
+			fact("passthrough", strconv.FormatBool(!f.noPassthrough)),
+			fact("max-open-per-user", strconv.FormatInt(f.maxOpenUser, 10)),
+		}})
 	if err != nil {
 		return nil, err
 	}

@@ -100,6 +100,10 @@ type treeOptions struct {
 	sessions shelld.Config
 	binds    []string // HOSTDIR:PATH, host directories served at PATH
 	refuse   []string // patterns a device's link does not export
+	// facts are the read-only settings /sys/config shows, and explicit
+	// the flags given on the command line (they win over the conf file).
+	facts    []sysfs.ConfigKey
+	explicit map[string]bool
 }
 
 // tree is the namespace a daemon serves, and how to end it.
@@ -160,9 +164,12 @@ func buildTree(root string, o treeOptions) (*tree, error) {
 	cron := crond.New(crond.Options{File: filepath.Join(root, "etc", "crontab"),
 		Runner: sessionRunner{mgr}, Log: slog.Default()})
 	edges := &edgeList{}
+	settings := writableSettings(mgr)
+	applyConf(root, settings, o.explicit)
 	var gw *devices.Gateway // made below; /sys/stats asks it only when read
 	if err := t.MountAs("/sys", sysfs.New(sysfs.Options{Version: version, Started: time.Now(),
 		Capabilities: caps.list, Table: t, Log: daemonLog.log, Cron: cron.Table,
+		Config:   configKeys(root, o.facts, settings),
 		Sessions: mgr.Counts, Edges: edges.list,
 		Devices: func() (int, int) { return gw.Counts() }}), "sys"); err != nil {
 		return nil, err
