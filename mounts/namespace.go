@@ -11,12 +11,15 @@ import (
 	"github.com/gsvfs/gsvfs/vfs"
 )
 
-// The namespace file (/etc/namespace) lists binds in Plan 9's form, a
-// line each:
+// The namespace file (/etc/namespace) lists binds and mounts in Plan 9's
+// form, a line each:
 //
 //	bind [-a|-b|-c|-ac|-bc] OLD NEW
+//	mount ADDR NEW
 //	# a comment
 //
+// A mount serves at NEW the tree of the 9P server at ADDR, reached by a
+// function the caller gives (this package speaks no protocol).
 // OLD is a directory of the tree, or of the host where it lies outside
 // every tree (served then with a disk tree's confinement, by a function
 // the caller gives). Without -a or -b, NEW shows OLD alone; -b puts OLD
@@ -26,17 +29,27 @@ import (
 
 // nsState is what the last namespace applied left in the table.
 type nsState struct {
-	mu     sync.Mutex
-	text   string
-	binds  map[string][]Layer // the unions it made, by NEW
-	failed string             // why the last text was refused; "" if applied
+	mu      sync.Mutex
+	text    string
+	binds   map[string][]Layer // the unions it made, by NEW
+	mounted map[string]func()  // the servers it mounted, by NEW: their close
+	failed  string             // why the last text was refused; "" if applied
 }
 
-// bindLine is one parsed bind.
+// bindLine is one parsed line: a bind, or a mount when addr is set.
 type bindLine struct {
 	n                     int
 	before, after, create bool
 	old, new              string
+	addr                  string
+}
+
+// Resolvers are how the namespace reaches what lies outside the tree: a
+// host directory (an OLD outside every tree) and a 9P server (a mount
+// line's ADDR), returning its tree and how to let it go.
+type Resolvers struct {
+	HostDir func(dir string) (vfs.Node, error)
+	Dial    func(ctx context.Context, addr string) (root vfs.Node, close func(), err error)
 }
 
 func parseNamespace(text string) ([]bindLine, error) {
@@ -48,8 +61,15 @@ func parseNamespace(text string) ([]bindLine, error) {
 			continue
 		}
 		f := strings.Fields(line)
+		if f[0] == "mount" {
+			if len(f) != 3 || !path.IsAbs(f[2]) || path.Clean(f[2]) != f[2] || f[2] == "/" {
+				return nil, fmt.Errorf("line %d: want mount ADDR PATH, PATH clean, absolute and below /", n)
+			}
+			out = append(out, bindLine{n: n, addr: f[1], new: f[2]})
+			continue
+		}
 		if f[0] != "bind" {
-			return nil, fmt.Errorf("line %d: %q: only bind lines are known", n, line)
+			return nil, fmt.Errorf("line %d: %q: want bind or mount", n, line)
 		}
 		b := bindLine{n: n}
 		args := f[1:]
@@ -85,17 +105,17 @@ func parseNamespace(text string) ([]bindLine, error) {
 // ApplyNamespace makes the table's binds those of text, undoing those of
 // the text applied before. hostDir serves a host directory for an OLD
 // outside every tree. A text that cannot be applied changes nothing.
-func (t *Table) ApplyNamespace(ctx context.Context, text string, hostDir func(string) (vfs.Node, error)) error {
+func (t *Table) ApplyNamespace(ctx context.Context, text string, r Resolvers) error {
 	t.ns.mu.Lock()
 	defer t.ns.mu.Unlock()
 	lines, err := parseNamespace(text)
 	if err == nil {
-		err = t.applyBinds(ctx, lines, hostDir)
+		err = t.applyBinds(ctx, lines, r)
 	}
 	if err != nil {
 		t.ns.failed = err.Error()
 		if old, perr := parseNamespace(t.ns.text); perr == nil {
-			t.applyBinds(ctx, old, hostDir) // the last good table again
+			t.applyBinds(ctx, old, r) // the last good table again
 		}
 		return err
 	}
@@ -110,20 +130,49 @@ func (t *Table) NamespaceError() string {
 	return t.ns.failed
 }
 
-func (t *Table) applyBinds(ctx context.Context, lines []bindLine, hostDir func(string) (vfs.Node, error)) error {
-	for p := range t.ns.binds {
-		t.Unmount(p)
-	}
-	t.ns.binds = map[string][]Layer{}
+func (t *Table) applyBinds(ctx context.Context, lines []bindLine, r Resolvers) error {
+	t.undoNamespace()
 	for _, b := range lines {
-		if err := t.bind(ctx, b, hostDir); err != nil {
-			for p := range t.ns.binds {
-				t.Unmount(p)
-			}
-			t.ns.binds = map[string][]Layer{}
+		var err error
+		if b.addr != "" {
+			err = t.mountServer(ctx, b, r)
+		} else {
+			err = t.bind(ctx, b, r.HostDir)
+		}
+		if err != nil {
+			t.undoNamespace()
 			return fmt.Errorf("line %d: %w", b.n, err)
 		}
 	}
+	return nil
+}
+
+// undoNamespace takes away what the namespace file put in the table.
+func (t *Table) undoNamespace() {
+	for p := range t.ns.binds {
+		t.Unmount(p)
+	}
+	for p, closeServer := range t.ns.mounted {
+		t.Unmount(p)
+		closeServer()
+	}
+	t.ns.binds, t.ns.mounted = map[string][]Layer{}, map[string]func(){}
+}
+
+// mountServer serves a 9P server's tree at b.new.
+func (t *Table) mountServer(ctx context.Context, b bindLine, r Resolvers) error {
+	if r.Dial == nil {
+		return fmt.Errorf("mount %s: no way to reach servers", b.addr)
+	}
+	root, closeServer, err := r.Dial(ctx, b.addr)
+	if err != nil {
+		return fmt.Errorf("mount %s: %w", b.addr, err)
+	}
+	if err := t.MountAs(b.new, root, "9p "+b.addr); err != nil {
+		closeServer()
+		return err
+	}
+	t.ns.mounted[b.new] = closeServer
 	return nil
 }
 

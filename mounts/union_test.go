@@ -1,6 +1,7 @@
 package mounts
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -147,7 +148,7 @@ func TestApplyNamespace(t *testing.T) {
 		return d.Root(), nil
 	}
 	good := "# skills\nbind -c /home/agent/.skills /home/agent/skills\nbind -a /etc/skills /home/agent/skills\nbind /srv/data /home/data\n"
-	if err := tab.ApplyNamespace(ctx, good, hostDirs); err != nil {
+	if err := tab.ApplyNamespace(ctx, good, Resolvers{HostDir: hostDirs}); err != nil {
 		t.Fatal(err)
 	}
 	skills := walk(t, tab.Root(), "home", "agent", "skills")
@@ -175,8 +176,8 @@ func TestApplyNamespace(t *testing.T) {
 	}
 
 	// A bad file is refused whole: the table keeps the good binds.
-	for _, bad := range []string{"bind -c /home/agent/.skills\n", "mount tcp:x /y\n", "bind -z /a /b\n", "bind /home/nothere /home/x\n", "bind relative /home/x\n"} {
-		if err := tab.ApplyNamespace(ctx, good+bad, hostDirs); err == nil {
+	for _, bad := range []string{"bind -c /home/agent/.skills\n", "mount tcp:x /y\n", "mount unix:/s relative\n", "bind -z /a /b\n", "bind /home/nothere /home/x\n", "bind relative /home/x\n"} {
+		if err := tab.ApplyNamespace(ctx, good+bad, Resolvers{HostDir: hostDirs}); err == nil {
 			t.Errorf("%q was applied", bad)
 		}
 		if tab.NamespaceError() == "" {
@@ -187,10 +188,49 @@ func TestApplyNamespace(t *testing.T) {
 		}
 	}
 	// Without the lines, the disk's own directory shows again.
-	if err := tab.ApplyNamespace(ctx, "", hostDirs); err != nil {
+	if err := tab.ApplyNamespace(ctx, "", Resolvers{HostDir: hostDirs}); err != nil {
 		t.Fatal(err)
 	}
 	if got := names(t, walk(t, tab.Root(), "home", "agent", "skills")); !slices.Equal(got, []string{"old.md"}) {
 		t.Errorf("skills after the binds were taken away: %q", got)
+	}
+}
+
+// A mount line serves a server's tree, reached by the Dial given; taking
+// the line away lets the server go.
+func TestNamespaceMount(t *testing.T) {
+	_, remote := hostDir(t, map[string]string{"hello": "from the server"})
+	tab := New()
+	tab.Mount("/mnt", vfs.NewStaticDir(nil))
+	closed := 0
+	r := Resolvers{Dial: func(_ context.Context, addr string) (vfs.Node, func(), error) {
+		if addr != "unix:/run/other.sock" {
+			return nil, nil, os.ErrNotExist
+		}
+		return remote, func() { closed++ }, nil
+	}}
+	if err := tab.ApplyNamespace(ctx, "mount unix:/run/other.sock /mnt/other\n", r); err != nil {
+		t.Fatal(err)
+	}
+	if got := readNode(t, walk(t, tab.Root(), "mnt", "other", "hello")); got != "from the server" {
+		t.Errorf("through the mount: %q", got)
+	}
+	if err := tab.ApplyNamespace(ctx, "mount unix:/nowhere /mnt/x\n", r); err == nil {
+		t.Errorf("an unreachable server was mounted")
+	}
+	if got := readNode(t, walk(t, tab.Root(), "mnt", "other", "hello")); got != "from the server" {
+		t.Errorf("after a refused edit, the mount is gone: %q", got)
+	}
+	if err := tab.ApplyNamespace(ctx, "", r); err != nil {
+		t.Fatal(err)
+	}
+	if closed == 0 {
+		t.Errorf("the server was not let go when its line went")
+	}
+	if _, err := tab.Root().Lookup(ctx, "mnt"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := walk(t, tab.Root(), "mnt").Lookup(ctx, "other"); err == nil {
+		t.Errorf("/mnt/other is still there")
 	}
 }

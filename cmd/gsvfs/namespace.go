@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/gsvfs/gsvfs/mounts"
 	"github.com/gsvfs/gsvfs/vfs"
 	"github.com/gsvfs/gsvfs/vfs/diskfs"
+	"github.com/gsvfs/gsvfs/vfs/ninep"
 )
 
 // watchNamespace applies the namespace file (the state directory's
@@ -41,7 +43,7 @@ func watchNamespace(ctx context.Context, t *mounts.Table, file string) {
 }
 
 func applyNamespace(ctx context.Context, t *mounts.Table, file, text string) {
-	if err := t.ApplyNamespace(ctx, text, hostTree); err != nil {
+	if err := t.ApplyNamespace(ctx, text, mounts.Resolvers{HostDir: hostTree, Dial: dialServer}); err != nil {
 		slog.Warn("namespace refused; the binds before it stay", "file", file, "err", err)
 		return
 	}
@@ -58,4 +60,22 @@ func hostTree(dir string) (vfs.Node, error) {
 		return nil, err
 	}
 	return d.Root(), nil
+}
+
+// dialServer reaches the 9P server of a namespace's mount line. Only a
+// unix socket: 9P over TCP has no authentication, and other machines
+// join as devices, over TLS (gsvfs-devices(7)).
+func dialServer(ctx context.Context, addr string) (vfs.Node, func(), error) {
+	a, err := ninep.ParseAddress(addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	if a.Network != "unix" {
+		return nil, nil, fmt.Errorf("%s: only unix: sockets; another machine joins as a device (gsvfs-devices(7))", addr)
+	}
+	c, root, err := dialTree(a)
+	if err != nil {
+		return nil, nil, err
+	}
+	return root, func() { c.Close() }, nil
 }

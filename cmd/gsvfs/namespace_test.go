@@ -106,3 +106,28 @@ func waitFor(limit time.Duration, cond func() bool) bool {
 	}
 	return cond()
 }
+
+// A mount line of /etc/namespace serves another daemon's tree (on its
+// unix socket) in this one; TCP is refused.
+func TestNamespaceMountLine(t *testing.T) {
+	other, sock := startServe(t)
+	os.WriteFile(filepath.Join(other.Root, "workspaces", "from-other"), []byte("other daemon\n"), 0o644)
+	d := startMount(t)
+	os.WriteFile(d.Path("etc/namespace"), []byte("mount "+sock.String()+" /mnt/other\n"), 0o644)
+	got := ""
+	waitFor(5*time.Second, func() bool {
+		b, _ := os.ReadFile(d.Path("mnt/other/workspaces/from-other"))
+		got = string(b)
+		return got == "other daemon\n"
+	})
+	if got != "other daemon\n" {
+		t.Errorf("the other daemon's file through this one: %q", got)
+	}
+	os.WriteFile(d.Path("etc/namespace"), []byte("mount tcp:127.0.0.1:1 /mnt/tcp\n"), 0o644)
+	if !waitFor(5*time.Second, func() bool {
+		b, _ := os.ReadFile(d.Path("sys/mounts"))
+		return strings.Contains(string(b), "only unix: sockets")
+	}) {
+		t.Errorf("a TCP mount line was not refused in /sys/mounts")
+	}
+}
