@@ -213,6 +213,26 @@ func (u *unionDir) Mkdir(ctx context.Context, name string, mode uint32) (vfs.Nod
 	return u.Lookup(ctx, name)
 }
 
+// Symlink makes a symbolic link in the creation layer.
+func (u *unionDir) Symlink(ctx context.Context, name, target string) (vfs.Node, error) {
+	if _, err := u.Lookup(ctx, name); err == nil {
+		return nil, vfs.Error("symlink", name, syscall.EEXIST)
+	}
+	dir, err := u.target(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s, ok := dir.(vfs.Symlinker)
+	if !ok {
+		return nil, vfs.Error("symlink", name, syscall.EPERM)
+	}
+	n, err := s.Symlink(ctx, name, target)
+	if err != nil {
+		return nil, err
+	}
+	return &unionFile{Node: n, dir: u, name: name, copied: true}, nil
+}
+
 // Remove removes name from the creation layer; a name only other layers
 // have cannot be removed through the union (EACCES).
 func (u *unionDir) Remove(ctx context.Context, name string, dir bool) error {

@@ -107,6 +107,14 @@ func TestUnionSkills(t *testing.T) {
 	if err := u.Rename(ctx, "shared.md", u, "x.md"); vfs.Errno(err) != syscall.EXDEV {
 		t.Errorf("renaming a global file: %v, want EXDEV", err)
 	}
+	if _, err := u.(vfs.Symlinker).Symlink(ctx, "link.md", "renamed.md"); err != nil {
+		t.Errorf("symlink in the union: %v", err)
+	} else if target, err := os.Readlink(filepath.Join(ownDir, "link.md")); err != nil || target != "renamed.md" {
+		t.Errorf("the symlink in the agent's layer: %q, %v", target, err)
+	} else if got, err := walk(t, u, "link.md").(vfs.Readlinker).Readlink(ctx); err != nil || got != "renamed.md" {
+		t.Errorf("readlink through the union: %q, %v", got, err)
+	}
+	os.Remove(filepath.Join(ownDir, "link.md"))
 	if err := u.Rename(ctx, "mine.md", u, "renamed.md"); err != nil {
 		t.Errorf("renaming the agent's file: %v", err)
 	}
