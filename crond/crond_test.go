@@ -96,7 +96,12 @@ not a line
 	if !strings.HasPrefix(run.names()[0], "cron-echo-") {
 		t.Errorf("first run %q: want a session named cron-echo-…", run.names()[0])
 	}
+	// Runs end in goroutines of their own: wait for the last ones.
 	table := string(d.Table())
+	for end := time.Now().Add(5 * time.Second); strings.Contains(table, "running") && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond)
+		table = string(d.Table())
+	}
 	for _, want := range []string{"*/5 * * * *", "next 2026-11-24T10:15:00Z", "exit 0", "refused\tline 5: not a line", "refused\tline 6: * * * *"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("/sys/cron lacks %q:\n%s", want, table)
