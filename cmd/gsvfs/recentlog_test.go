@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -52,16 +53,39 @@ func TestSysLog(t *testing.T) {
 	if out := run(t, "/", "tail", "-n", "1", d.Path("sys/log")); !strings.Contains(out, `line="first marker"`) {
 		t.Errorf("tail -n 1 /sys/log: %q", out)
 	}
-	follow := exec.Command("timeout", "3", "tail", "-n", "0", "-f", d.Path("sys/log"))
-	var out strings.Builder
+	// tail -f may start late on a loaded machine: write markers until it
+	// shows one, each line once.
+	follow := exec.Command("tail", "-n", "0", "-f", d.Path("sys/log"))
+	var out syncBuffer
 	follow.Stdout = &out
 	if err := follow.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond)
-	os.WriteFile(d.Path("dev/log"), []byte("second marker\n"), 0o644)
+	for i := 0; i < 30 && !strings.Contains(out.String(), "second marker"); i++ {
+		os.WriteFile(d.Path("dev/log"), []byte("second marker\n"), 0o644)
+		time.Sleep(300 * time.Millisecond)
+	}
+	follow.Process.Kill()
 	follow.Wait()
 	if !strings.Contains(out.String(), `line="second marker"`) || strings.Contains(out.String(), "first marker") {
 		t.Errorf("tail -f /sys/log: %q", out.String())
 	}
+}
+
+// syncBuffer is a buffer a child process writes while the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
