@@ -34,10 +34,7 @@ func (n *node) tally(err *error) {
 	}
 }
 
-func (n *node) fold(a vfs.Attr) vfs.Attr {
-	a.Ino = n.mnt.fold(a.Ino)
-	return a
-}
+func (n *node) fold(a vfs.Attr) vfs.Attr { return n.mnt.foldAttr(a) }
 
 func (n *node) Attr(ctx context.Context) (_ vfs.Attr, err error) {
 	defer n.tally(&err)

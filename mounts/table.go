@@ -43,6 +43,7 @@ type Table struct {
 	// mount serves.
 	rootStats *counters
 	ns        nsState
+	watch     watchState
 }
 
 // mount is one backend served at a path.
@@ -83,12 +84,16 @@ func (t *Table) MountAs(p string, root vfs.Node, what string) error {
 		return fmt.Errorf("mount path %q must be absolute and clean", p)
 	}
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	t.nextID++
 	if t.nextID >= 1<<(64-inoBits) {
+		t.mu.Unlock()
 		return fmt.Errorf("mount %s: too many mounts", p)
 	}
-	t.mounts[p] = &mount{path: p, root: root, id: t.nextID, what: what}
+	old := t.mounts[p]
+	m := &mount{path: p, root: root, id: t.nextID, what: what}
+	t.mounts[p] = m
+	t.mu.Unlock()
+	t.remounted(p, old, m)
 	return nil
 }
 
@@ -128,8 +133,12 @@ func (t *Table) List() []Entry {
 // keep their backend.
 func (t *Table) Unmount(p string) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
+	old := t.mounts[p]
 	delete(t.mounts, p)
+	t.mu.Unlock()
+	if old != nil {
+		t.remounted(p, old, nil)
+	}
 }
 
 // Root returns the root of the composed tree: the attach.

@@ -97,7 +97,7 @@ func (u *unionDir) target(ctx context.Context) (vfs.Node, error) {
 
 func (u *unionDir) Attr(ctx context.Context) (vfs.Attr, error) {
 	if d := u.first(); d != nil {
-		return d.Attr(ctx)
+		return unwatched(d.Attr(ctx))
 	}
 	return vfs.Attr{}, vfs.Error("stat", u.name, syscall.ENOENT)
 }
@@ -107,7 +107,15 @@ func (u *unionDir) SetAttr(ctx context.Context, s vfs.SetAttr) (vfs.Attr, error)
 	if err != nil {
 		return vfs.Attr{}, err
 	}
-	return d.SetAttr(ctx, s)
+	return unwatched(d.SetAttr(ctx, s))
+}
+
+// unwatched marks a union's attributes as not watched: a change in a
+// layer is reported in the layer's inode numbers, not the union's, and
+// what a name leads to depends on every layer.
+func unwatched(a vfs.Attr, err error) (vfs.Attr, error) {
+	a.Watched = false
+	return a, err
 }
 
 // Lookup finds name in the first layer that has it. A directory found
@@ -307,7 +315,11 @@ func (f *unionFile) SetAttr(ctx context.Context, s vfs.SetAttr) (vfs.Attr, error
 	if err := f.copyUp(ctx); err != nil {
 		return vfs.Attr{}, err
 	}
-	return f.Node.SetAttr(ctx, s)
+	return unwatched(f.Node.SetAttr(ctx, s))
+}
+
+func (f *unionFile) Attr(ctx context.Context) (vfs.Attr, error) {
+	return unwatched(f.Node.Attr(ctx))
 }
 
 // copyUp copies the file into the creation layer, once.

@@ -39,8 +39,10 @@ func TestDependenciesPointOneWay(t *testing.T) {
 		// standard library has no call for it.
 		"golang.org/x/sys/unix":         {"vfs/diskfs", "vfs/ninep"},
 		"golang.org/x/sync":             {"vfs/ninep"},
-		"github.com/charmbracelet/x/vt": {"shelld"}, // /proc/<id>/screen
-		"github.com/bmatcuk/doublestar": {"mounts"}, // refused paths
+		"github.com/charmbracelet/x/vt": {"shelld"},     // /proc/<id>/screen
+		"github.com/bmatcuk/doublestar": {"mounts"},     // refused paths
+		"github.com/fsnotify/fsnotify":  {"vfs/diskfs"}, // changes made outside
+		"github.com/robfig/cron/v3":     {"crond"},
 	}
 	forbidden := map[string][]string{
 		"vfs/diskfs": {"mounts", "vfs/fusefs", "cmd/gsvfs"},

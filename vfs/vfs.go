@@ -199,6 +199,10 @@ type Attr struct {
 	// (FUSE direct I/O, no attribute cache) because its size and bytes
 	// change without a write.
 	Volatile bool
+	// Watched says that a change other programs make to this node's
+	// entry or attributes (and, for a directory, to its entries) is
+	// reported by the tree's Watcher, so edges may cache them long.
+	Watched bool
 }
 
 // IsDir reports whether the attributes describe a directory.

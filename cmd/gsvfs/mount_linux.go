@@ -28,6 +28,7 @@ type mountFlags struct {
 	server        string
 	foreground    bool
 	noPassthrough bool
+	noWatch       bool
 	maxOpenUser   int64
 	debugFuse     bool
 	cpuProfile    string
@@ -67,6 +68,7 @@ over its 9P socket; --server mounts the tree of any gsvfs 9P server.`,
 	cmd.Flags().StringVar(&f.server, "server", "", "mount the tree of the 9P server at unix:PATH or tcp:HOST:PORT")
 	cmd.Flags().BoolVar(&f.foreground, "foreground", false, "stay attached and log to stderr")
 	cmd.Flags().BoolVar(&f.noPassthrough, "no-passthrough", false, "move file data through the daemon even where the kernel offers passthrough")
+	cmd.Flags().BoolVar(&f.noWatch, "no-watch", false, "do not watch the state directory for changes made outside gsvfs; the kernel then trusts what it caches of stored files for one second only")
 	cmd.Flags().Int64Var(&f.maxOpenUser, "max-open-per-user", 0, "files and directories one user other than root may hold open (default a quarter of the descriptor limit)")
 	cmd.Flags().BoolVar(&f.debugFuse, "debug-fuse", false, "log every FUSE request")
 	cmd.Flags().MarkHidden("debug-fuse")
@@ -116,6 +118,7 @@ func serveMount(stdout io.Writer, f mountFlags, mountpoint string) (err error) {
 	m, err := fusefs.New(mountpoint, src.tree, fusefs.Options{
 		AllowOther:     os.Geteuid() == 0,
 		NoPassthrough:  f.noPassthrough,
+		NoWatch:        f.noWatch,
 		MaxOpenPerUser: f.maxOpenUser,
 		Debug:          f.debugFuse,
 		Log:            slog.Default(),
@@ -254,6 +257,9 @@ func daemonArgs(f mountFlags, root, mountpoint string) []string {
 	}
 	if f.noPassthrough {
 		args = append(args, "--no-passthrough")
+	}
+	if f.noWatch {
+		args = append(args, "--no-watch")
 	}
 	if f.maxOpenUser != 0 {
 		args = append(args, "--max-open-per-user", strconv.FormatInt(f.maxOpenUser, 10))

@@ -43,6 +43,7 @@ func openSource(f mountFlags) (*source, error) {
 		explicit: f.sessions.explicit, facts: []sysfs.ConfigKey{
 			fact("root", root), fact("device", defaultDevice),
 			fact("passthrough", strconv.FormatBool(!f.noPassthrough)),
+			fact("watch", strconv.FormatBool(!f.noWatch)),
 			fact("max-open-per-user", strconv.FormatInt(f.maxOpenUser, 10)),
 		}})
 	if err != nil {

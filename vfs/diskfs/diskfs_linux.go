@@ -31,6 +31,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"weak"
 
@@ -57,6 +58,11 @@ type FS struct {
 	nodes map[fileID]weak.Pointer[node]
 
 	fds *dirCache
+
+	// watch reports changes made outside (watch_linux.go), while anyone
+	// subscribes; watchMu orders its start and end.
+	watch   atomic.Pointer[treeWatch]
+	watchMu sync.Mutex
 }
 
 // fileID identifies a host file: the key of the node table. The birth
@@ -92,6 +98,8 @@ type node struct {
 	// dropped its last reference; both guarded by fs.mu.
 	opens     int
 	forgotten bool
+	// watched says a directory's inotify watch is in place.
+	watched atomic.Bool
 }
 
 // New serves the host directory dir. The directory must exist.
@@ -199,6 +207,9 @@ type cleanupArg struct {
 // node took the slot.
 func (f *FS) collected(a cleanupArg) {
 	a.fd.close()
+	if tw := f.watch.Load(); tw != nil {
+		tw.forget(a.wp)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.nodes[a.id] == a.wp {

@@ -83,7 +83,9 @@ func (h *fileHandle) Attr(context.Context) (vfs.Attr, error) {
 	if err := fstatx(h.fd, &st); err != nil {
 		return vfs.Attr{}, vfs.Error("fstat", "", errno(err))
 	}
-	return toAttr(&st), nil
+	a := toAttr(&st)
+	a.Watched = h.n.nameWatched()
+	return a, nil
 }
 
 // SetAttr changes the open file itself: ftruncate works on a handle opened

@@ -95,7 +95,27 @@ func (n *node) Attr(context.Context) (vfs.Attr, error) {
 	if err != nil {
 		return vfs.Attr{}, vfs.Error("stat", "", errno(err))
 	}
-	return toAttr(&st), nil
+	a := toAttr(&st)
+	a.Watched = n.nameWatched()
+	return a, nil
+}
+
+// nameWatched says whether changes to the node's entry and attributes,
+// and a directory's entries, are reported: the directory holding its
+// name is watched, and so is a directory itself.
+func (n *node) nameWatched() bool {
+	if n.fs.watch.Load() == nil {
+		return false
+	}
+	if n.isDir {
+		n.fd.c.mu.Lock()
+		up := n.parent.dir
+		n.fd.c.mu.Unlock()
+		return n.watched.Load() && (up == nil || up.watched.Load())
+	}
+	n.fs.mu.Lock()
+	defer n.fs.mu.Unlock()
+	return len(n.links) > 0 && n.links[0].dir.watched.Load()
 }
 
 func toAttr(st *unix.Statx_t) vfs.Attr {
@@ -240,7 +260,9 @@ func (n *node) child(name string) (*node, error) {
 		unix.Close(fd)
 		return nil, err
 	}
-	return n.fs.adopt(idOf(&st), true, fd, link{dir: n, name: name}), nil
+	d := n.fs.adopt(idOf(&st), true, fd, link{dir: n, name: name})
+	n.fs.watchDir(d)
+	return d, nil
 }
 
 func (n *node) Open(ctx context.Context, flags int) (vfs.Handle, error) {

@@ -23,6 +23,7 @@ type node struct {
 	// volatile is fixed when the node is first seen: a node's content is
 	// generated or stored for its whole life.
 	volatile bool
+	w        nodeWatch
 }
 
 // The abilities go-fuse looks for. Optional vfs abilities that a node
@@ -54,6 +55,7 @@ var (
 
 // OnForget passes on that the kernel dropped the inode.
 func (n *node) OnForget() {
+	n.srv.untrack(n.StableAttr().Ino, n)
 	if f, ok := n.vn.(vfs.Forgetter); ok {
 		f.Forget()
 	}
@@ -92,51 +94,65 @@ func fillAttr(out *fuse.Attr, a vfs.Attr) {
 }
 
 // cacheTime is how long the kernel may trust what it was told about a
-// node: zero for volatile (generated) content.
-func (s *server) cacheTime(a vfs.Attr) time.Duration {
-	if a.Volatile {
+// node: zero for volatile (generated) content, long where the tree
+// reports every change (watched, also in the directory it is reached
+// through), short elsewhere.
+func (s *server) cacheTime(a vfs.Attr, dirWatched bool) time.Duration {
+	switch {
+	case a.Volatile:
 		return 0
+	case a.Watched && dirWatched && s.watch.on.Load():
+		return s.opts.WatchedCacheTime
 	}
 	return s.opts.CacheTime
 }
 
-func (s *server) fillEntry(out *fuse.EntryOut, a vfs.Attr) {
-	fillAttr(&out.Attr, a)
-	t := s.cacheTime(a)
-	out.SetEntryTimeout(t)
-	out.SetAttrTimeout(t)
-}
-
-// adopt returns the FUSE inode for a child vfs node, filling out.
-func (n *node) adopt(ctx context.Context, child vfs.Node, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+// adopt returns the FUSE inode for a child vfs node reached by name ("":
+// none), filling out.
+func (n *node) adopt(ctx context.Context, name string, child vfs.Node, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	a, err := child.Attr(ctx)
 	if err != nil {
 		return nil, n.srv.toErrno("getattr", err)
 	}
-	n.srv.fillEntry(out, a)
+	fillAttr(&out.Attr, a)
+	out.SetEntryTimeout(n.srv.cacheTime(a, n.w.watched.Load()))
+	out.SetAttrTimeout(n.srv.cacheTime(a, true))
 	out.Generation = a.Gen
 	stable := gofs.StableAttr{Mode: a.Type(), Ino: a.Ino, Gen: a.Gen}
-	return n.NewInode(ctx, &node{vn: child, srv: n.srv, volatile: a.Volatile}, stable), 0
+	c := &node{vn: child, srv: n.srv, volatile: a.Volatile}
+	c.noteAttr(a, true)
+	n.srv.track(a.Ino, c)
+	if name != "" {
+		n.notePresent(name)
+	}
+	return n.NewInode(ctx, c, stable), 0
 }
 
 func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	ctx = reqCtx(ctx)
 	child, err := n.vn.Lookup(ctx, name)
 	if err != nil {
-		// A miss goes back as an error, which the kernel does not
-		// remember: names appear without a call through this mount (a
-		// /proc session, a command record, a file another program put
-		// in the state directory) and must be found at once.
-		return nil, vfs.Errno(err)
+		errno := vfs.Errno(err)
+		// The kernel caches a miss (for Options.WatchedCacheTime, see
+		// New) only in a watched directory, where the name's coming is
+		// reported. Elsewhere names appear without a call through this
+		// mount (a /proc session, a command record) and must be found
+		// at once: a miss with a timeout set goes back as an error,
+		// which the kernel does not remember.
+		if errno != syscall.ENOENT || !n.w.watched.Load() || !n.srv.watch.on.Load() || !n.noteAbsent(name) {
+			out.SetEntryTimeout(time.Nanosecond)
+		}
+		return nil, errno
 	}
-	return n.adopt(ctx, child, out)
+	return n.adopt(ctx, name, child, out)
 }
 
 func (n *node) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	ctx = reqCtx(ctx)
 	var a vfs.Attr
 	var err error
-	if h, ok := handleAttrer(fh); ok {
+	h, byHandle := handleAttrer(fh)
+	if byHandle {
 		a, err = h.Attr(ctx)
 	} else {
 		a, err = n.vn.Attr(ctx)
@@ -144,9 +160,17 @@ func (n *node) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOu
 	if err != nil {
 		return n.srv.toErrno("getattr", err)
 	}
-	fillAttr(&out.Attr, a)
-	out.SetTimeout(n.srv.cacheTime(a))
+	n.answerAttr(out, a, byHandle)
 	return 0
+}
+
+// answerAttr fills out with a, recording what the kernel is told. Attributes
+// read through an open handle say nothing of whether the node's name is
+// watched; the node's own last word does.
+func (n *node) answerAttr(out *fuse.AttrOut, a vfs.Attr, byHandle bool) {
+	fillAttr(&out.Attr, a)
+	n.noteAttr(a, !byHandle)
+	out.SetTimeout(n.srv.cacheTime(a, n.w.watched.Load()))
 }
 
 func (n *node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
@@ -154,7 +178,8 @@ func (n *node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 	s := toSetAttr(in)
 	var a vfs.Attr
 	var err error
-	if h, ok := handleAttrer(fh); ok {
+	h, byHandle := handleAttrer(fh)
+	if byHandle {
 		a, err = h.SetAttr(ctx, s)
 	} else {
 		a, err = n.vn.SetAttr(ctx, s)
@@ -162,8 +187,7 @@ func (n *node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 	if err != nil {
 		return n.srv.toErrno("setattr", err)
 	}
-	fillAttr(&out.Attr, a)
-	out.SetTimeout(n.srv.cacheTime(a))
+	n.answerAttr(out, a, byHandle)
 	return 0
 }
 
@@ -255,14 +279,14 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		n.srv.release(user)
 		return nil, nil, 0, n.srv.toErrno("create", err)
 	}
-	return n.openChild(ctx, user, child, h, out)
+	return n.openChild(ctx, user, name, child, h, out)
 }
 
 // openChild hands a file just made and opened (create, tmpfile) to the
 // kernel; if that fails, the handle closes and the user's open is given
 // back.
-func (n *node) openChild(ctx context.Context, user openUser, child vfs.Node, h vfs.Handle, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
-	inode, errno := n.adopt(ctx, child, out)
+func (n *node) openChild(ctx context.Context, user openUser, name string, child vfs.Node, h vfs.Handle, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
+	inode, errno := n.adopt(ctx, name, child, out)
 	if errno != 0 {
 		h.Close()
 		n.srv.release(user)
@@ -289,7 +313,7 @@ func (n *node) Tmpfile(ctx context.Context, flags uint32, mode uint32, out *fuse
 		n.srv.release(user)
 		return nil, nil, 0, n.srv.toErrno("tmpfile", err)
 	}
-	return n.openChild(ctx, user, child, h, out)
+	return n.openChild(ctx, user, "", child, h, out)
 }
 
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
@@ -298,7 +322,7 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 	if err != nil {
 		return nil, n.srv.toErrno("mkdir", err)
 	}
-	return n.adopt(ctx, child, out)
+	return n.adopt(ctx, name, child, out)
 }
 
 func (n *node) Mknod(ctx context.Context, name string, mode uint32, rdev uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
@@ -311,7 +335,7 @@ func (n *node) Mknod(ctx context.Context, name string, mode uint32, rdev uint32,
 	if err != nil {
 		return nil, n.srv.toErrno("mknod", err)
 	}
-	return n.adopt(ctx, child, out)
+	return n.adopt(ctx, name, child, out)
 }
 
 func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
@@ -324,7 +348,7 @@ func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 	if err != nil {
 		return nil, n.srv.toErrno("symlink", err)
 	}
-	return n.adopt(ctx, child, out)
+	return n.adopt(ctx, name, child, out)
 }
 
 func (n *node) Link(ctx context.Context, target gofs.InodeEmbedder, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
@@ -338,7 +362,7 @@ func (n *node) Link(ctx context.Context, target gofs.InodeEmbedder, name string,
 	if err != nil {
 		return nil, n.srv.toErrno("link", err)
 	}
-	return n.adopt(ctx, child, out)
+	return n.adopt(ctx, name, child, out)
 }
 
 func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
@@ -354,11 +378,19 @@ func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 }
 
 func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
-	return n.srv.errnoOf("unlink", n.vn.Remove(reqCtx(ctx), name, false))
+	return n.removed(name, n.srv.errnoOf("unlink", n.vn.Remove(reqCtx(ctx), name, false)))
 }
 
 func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
-	return n.srv.errnoOf("rmdir", n.vn.Remove(reqCtx(ctx), name, true))
+	return n.removed(name, n.srv.errnoOf("rmdir", n.vn.Remove(reqCtx(ctx), name, true)))
+}
+
+// removed records a name the mount took away (errno 0) and passes errno on.
+func (n *node) removed(name string, errno syscall.Errno) syscall.Errno {
+	if errno == 0 {
+		n.noteRemoved(name)
+	}
+	return errno
 }
 
 // Rename is rename(2), and renameat2(2) with RENAME_NOREPLACE or
@@ -369,15 +401,28 @@ func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 	if !ok {
 		return syscall.EXDEV
 	}
+	var err error
 	if flags == 0 {
-		return n.srv.errnoOf("rename", n.vn.Rename(reqCtx(ctx), name, to.vn, newName))
-	}
-	fr, ok := n.vn.(vfs.FlagRenamer)
-	if !ok {
+		err = n.vn.Rename(reqCtx(ctx), name, to.vn, newName)
+	} else if fr, ok := n.vn.(vfs.FlagRenamer); ok {
+		err = fr.RenameFlags(reqCtx(ctx), name, to.vn, newName, flags)
+	} else {
 		return syscall.EINVAL
 	}
-	return n.srv.errnoOf("rename", fr.RenameFlags(reqCtx(ctx), name, to.vn, newName, flags))
+	if err != nil {
+		return n.srv.toErrno("rename", err)
+	}
+	to.notePresent(newName)
+	if flags&renameExchange != 0 {
+		n.notePresent(name)
+	} else {
+		n.noteRemoved(name)
+	}
+	return 0
 }
+
+// renameExchange is renameat2(2)'s RENAME_EXCHANGE: both names stay.
+const renameExchange = 0x2
 
 func (s *server) errnoOf(op string, err error) syscall.Errno {
 	if err == nil {

@@ -25,8 +25,18 @@ type Options struct {
 	// local disk.
 	AllowOther bool
 	// CacheTime is how long the kernel trusts entries and attributes of
-	// stored files. Zero means one second.
+	// stored files that are not watched. Zero means one second.
 	CacheTime time.Duration
+	// WatchedCacheTime is how long the kernel trusts entries (misses
+	// included) and attributes of stored files whose changes the tree
+	// reports (vfs.Watcher, Attr.Watched): each change drops them at
+	// once, so the bound matters only for changes no watch sees (a
+	// write through a shared mapping). Zero means one minute.
+	WatchedCacheTime time.Duration
+	// NoWatch leaves the tree's changes unwatched: every stored file
+	// keeps CacheTime (for measurements, and trees where inotify costs
+	// too much).
+	NoWatch bool
 	// NoPassthrough makes stored file data go through the daemon even
 	// where the kernel offers passthrough (for measurements).
 	NoPassthrough bool
@@ -45,18 +55,23 @@ type server struct {
 	opts  Options
 	log   *slog.Logger
 	opens *userOpens
+	watch watchState
 }
 
 // Mount is a live FUSE mount of a vfs tree.
 type Mount struct {
 	Dir string
 	fs  *fuse.Server
+	srv *server
 }
 
 // New mounts root at dir and returns once the kernel has the mount.
 func New(dir string, root vfs.Node, opts Options) (*Mount, error) {
 	if opts.CacheTime == 0 {
 		opts.CacheTime = time.Second
+	}
+	if opts.WatchedCacheTime == 0 {
+		opts.WatchedCacheTime = time.Minute
 	}
 	if opts.Log == nil {
 		opts.Log = slog.Default()
@@ -71,6 +86,8 @@ func New(dir string, root vfs.Node, opts Options) (*Mount, error) {
 		return nil, fmt.Errorf("stat the tree's root: %w", err)
 	}
 	rootNode := &node{vn: root, srv: srv, volatile: a.Volatile}
+	rootNode.noteAttr(a, true)
+	srv.track(a.Ino, rootNode)
 	goLog := slog.NewLogLogger(opts.Log.Handler(), slog.LevelDebug)
 	mo := &gofs.Options{
 		MountOptions: fuse.MountOptions{
@@ -108,7 +125,10 @@ func New(dir string, root vfs.Node, opts Options) (*Mount, error) {
 				return fuse.EIO
 			},
 		},
-		// Cache times are set per reply (zero for volatile nodes).
+		// Cache times are set per reply (zero for volatile nodes), and
+		// so are misses': one that should not be cached goes back with
+		// a timeout set, which go-fuse sends as a plain ENOENT.
+		NegativeTimeout: &opts.WatchedCacheTime,
 		NullPermissions: true,
 		RootStableAttr:  &gofs.StableAttr{Ino: a.Ino, Gen: a.Gen, Mode: a.Type()},
 		Logger:          goLog,
@@ -125,7 +145,8 @@ func New(dir string, root vfs.Node, opts Options) (*Mount, error) {
 		fsrv.Unmount()
 		return nil, err
 	}
-	return &Mount{Dir: dir, fs: fsrv}, nil
+	srv.startWatch(root)
+	return &Mount{Dir: dir, fs: fsrv, srv: srv}, nil
 }
 
 // closeFuseOnExec marks this process's descriptors of /dev/fuse
@@ -155,7 +176,10 @@ func closeFuseOnExec() error {
 }
 
 // Wait blocks until the mount is gone (unmounted by anyone).
-func (m *Mount) Wait() { m.fs.Wait() }
+func (m *Mount) Wait() {
+	m.fs.Wait()
+	m.srv.stopWatch()
+}
 
 // Unmount detaches the mount; it fails while files on it are open.
 func (m *Mount) Unmount() error { return m.fs.Unmount() }

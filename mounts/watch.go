@@ -1,0 +1,186 @@
+package mounts
+
+import (
+	"context"
+	"path"
+	"strings"
+	"sync"
+
+	"github.com/gsvfs/gsvfs/vfs"
+)
+
+// The composed tree reports the changes its backends report (vfs.Watcher),
+// in its own inode numbers, and its own: a mount made or taken away
+// changes the entry of its mount point.
+
+// watchState is the table's subscribers and its subscriptions to the
+// backends that watch themselves.
+type watchState struct {
+	mu    sync.Mutex
+	subs  map[int]func([]vfs.Change)
+	next  int
+	stops map[*mount]func()
+}
+
+// Watch reports changes anywhere in the composed tree (vfs.Watcher).
+func (n *node) Watch(fn func([]vfs.Change)) (stop func()) { return n.t.Watch(fn) }
+
+// Watch reports changes anywhere in the composed tree. The backends are
+// watched only while someone subscribes.
+func (t *Table) Watch(fn func([]vfs.Change)) (stop func()) {
+	w := &t.watch
+	w.mu.Lock()
+	if w.subs == nil {
+		w.subs = map[int]func([]vfs.Change){}
+		w.stops = map[*mount]func(){}
+	}
+	id := w.next
+	w.next++
+	w.subs[id] = fn
+	first := len(w.subs) == 1
+	w.mu.Unlock()
+	if first {
+		for _, m := range t.allMounts() {
+			t.watchMount(m)
+		}
+	}
+	return sync.OnceFunc(func() { t.unsubscribe(id) })
+}
+
+func (t *Table) unsubscribe(id int) {
+	w := &t.watch
+	w.mu.Lock()
+	delete(w.subs, id)
+	var stops []func()
+	if len(w.subs) == 0 {
+		for m, stop := range w.stops {
+			stops = append(stops, stop)
+			delete(w.stops, m)
+		}
+	}
+	w.mu.Unlock()
+	for _, stop := range stops {
+		stop()
+	}
+}
+
+func (t *Table) allMounts() []*mount {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	ms := make([]*mount, 0, len(t.mounts))
+	for _, m := range t.mounts {
+		ms = append(ms, m)
+	}
+	return ms
+}
+
+// watchMount subscribes to m's backend if anyone watches the table and
+// the backend watches itself. A bind of a path of the table is watched
+// through the backend beneath it, whose inode numbers it shows.
+func (t *Table) watchMount(m *mount) {
+	backend, ok := watcherOf(m.root)
+	if !ok {
+		return
+	}
+	w := &t.watch
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.subs) == 0 || w.stops[m] != nil {
+		return
+	}
+	w.stops[m] = backend.Watch(func(cs []vfs.Change) { t.relay(m, cs) })
+}
+
+func watcherOf(root vfs.Node) (vfs.Watcher, bool) {
+	for {
+		n, ok := root.(*node)
+		if !ok {
+			break
+		}
+		if n.inner == nil {
+			return nil, false
+		}
+		root = n.inner
+	}
+	w, ok := root.(vfs.Watcher)
+	return w, ok
+}
+
+// unwatchMount ends the subscription to m's backend.
+func (t *Table) unwatchMount(m *mount) {
+	w := &t.watch
+	w.mu.Lock()
+	stop := w.stops[m]
+	delete(w.stops, m)
+	w.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+}
+
+// relay passes a backend's changes on in the namespace's inode numbers.
+func (t *Table) relay(m *mount, cs []vfs.Change) {
+	for i := range cs {
+		if cs[i].Dir != 0 {
+			cs[i].Dir = m.fold(cs[i].Dir)
+		}
+		if cs[i].Attr.Ino != 0 {
+			cs[i].Attr = m.foldAttr(cs[i].Attr)
+		}
+	}
+	t.deliver(cs)
+}
+
+func (t *Table) deliver(cs []vfs.Change) {
+	w := &t.watch
+	w.mu.Lock()
+	subs := make([]func([]vfs.Change), 0, len(w.subs))
+	for _, fn := range w.subs {
+		subs = append(subs, fn)
+	}
+	w.mu.Unlock()
+	for _, fn := range subs {
+		fn(append([]vfs.Change(nil), cs...))
+	}
+}
+
+// remounted follows a change of the mount at p: the old mount's backend
+// is no longer watched, the new one's is, and watchers learn that the
+// entry of p changed.
+func (t *Table) remounted(p string, old, new *mount) {
+	if old != nil {
+		t.unwatchMount(old)
+	}
+	if new != nil {
+		t.watchMount(new)
+	}
+	if p == "/" {
+		return
+	}
+	t.watch.mu.Lock()
+	watched := len(t.watch.subs) > 0
+	t.watch.mu.Unlock()
+	if !watched {
+		return
+	}
+	ctx := context.Background()
+	dir, err := vfs.Walk(ctx, t.Root(), strings.TrimPrefix(path.Dir(p), "/"))
+	if err != nil {
+		return
+	}
+	da, err := dir.Attr(ctx)
+	if err != nil {
+		return
+	}
+	c := vfs.Change{Dir: da.Ino, Name: path.Base(p)}
+	if child, err := dir.Lookup(ctx, c.Name); err == nil {
+		c.Attr, _ = child.Attr(ctx)
+	}
+	t.deliver([]vfs.Change{c})
+}
+
+// foldAttr is a backend's Attr in the namespace's inode numbers.
+func (m *mount) foldAttr(a vfs.Attr) vfs.Attr {
+	a.Ino = m.fold(a.Ino)
+	return a
+}

@@ -1,0 +1,422 @@
+//go:build linux
+
+package diskfs
+
+import (
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"weak"
+
+	"github.com/fsnotify/fsnotify"
+	"golang.org/x/sys/unix"
+
+	"github.com/gsvfs/gsvfs/vfs"
+)
+
+// Changes other programs make in the host directory are found with
+// inotify (through fsnotify) and reported to the edges (vfs.Watcher), so
+// that the FUSE edge can let the kernel cache entries and attributes long
+// and drop them the moment they go stale.
+//
+// Every directory node an edge holds is watched while someone subscribes.
+// inotify on a directory reports the names made, removed, renamed, written
+// and changed in it, which covers each file reached through it; a file
+// changed through a hard link in a directory nobody watches, or written
+// through a shared mapping, is not reported (inotify's own limits). A
+// directory that cannot be watched (fs.inotify.max_user_watches reached)
+// says so in its Attr (Watched false), so edges keep short cache times for
+// what lies in it.
+
+// batchDelay gathers the events of a burst (a writer's many writes, a
+// checkout's many files) into one batch, each name reported once.
+const batchDelay = 10 * time.Millisecond
+
+// retryFull is how long a full watch table is left alone before a
+// directory tries for a watch again.
+const retryFull = 10 * time.Second
+
+// treeWatch is the inotify watch of one tree and its subscribers.
+type treeWatch struct {
+	fs   *FS
+	w    *fsnotify.Watcher
+	log  *vfs.RateLog
+	done chan struct{}
+
+	mu   sync.Mutex
+	subs map[int]func([]vfs.Change)
+	next int
+	// dirs are the watched directories by the path their watch was added
+	// with, the name fsnotify reports their events under; paths is the
+	// reverse.
+	dirs  map[string]weak.Pointer[node]
+	paths map[weak.Pointer[node]]string
+
+	// fullSince is when a watch last failed for want of room (unix
+	// nanoseconds, 0: never).
+	fullSince atomic.Int64
+}
+
+// WatchStats says how much of a tree is watched.
+type WatchStats struct {
+	Watched   int // directories watched now
+	Unwatched int // directories edges hold that could not be watched
+}
+
+// WatchStats reports the tree's watch (zero while nobody subscribes).
+func (f *FS) WatchStats() WatchStats {
+	tw := f.watch.Load()
+	if tw == nil {
+		return WatchStats{}
+	}
+	live := len(f.liveDirs())
+	tw.mu.Lock()
+	defer tw.mu.Unlock()
+	return WatchStats{Watched: len(tw.dirs), Unwatched: max(live-len(tw.dirs), 0)}
+}
+
+// Watch reports the changes other programs make anywhere in the node's
+// tree (vfs.Watcher). The watch starts with the first subscriber and ends
+// with the last.
+func (n *node) Watch(fn func([]vfs.Change)) (stop func()) {
+	return n.fs.subscribe(fn)
+}
+
+func (f *FS) subscribe(fn func([]vfs.Change)) func() {
+	f.watchMu.Lock()
+	defer f.watchMu.Unlock()
+	tw := f.watch.Load()
+	if tw == nil {
+		var err error
+		if tw, err = f.startWatch(); err != nil {
+			slog.Warn("changes made outside gsvfs are not watched; the kernel keeps short cache times",
+				"dir", f.dirName(), "err", err)
+			return func() {}
+		}
+	}
+	tw.mu.Lock()
+	id := tw.next
+	tw.next++
+	tw.subs[id] = fn
+	tw.mu.Unlock()
+	return sync.OnceFunc(func() { f.unsubscribe(tw, id) })
+}
+
+func (f *FS) unsubscribe(tw *treeWatch, id int) {
+	f.watchMu.Lock()
+	defer f.watchMu.Unlock()
+	tw.mu.Lock()
+	delete(tw.subs, id)
+	last := len(tw.subs) == 0
+	tw.mu.Unlock()
+	if last {
+		f.watch.Store(nil)
+		tw.close()
+	}
+}
+
+// dirName is the host path of the tree's root, for messages.
+func (f *FS) dirName() string {
+	fd, err := f.root.hold()
+	if err != nil {
+		return "?"
+	}
+	defer f.root.unhold()
+	p, err := os.Readlink(fdPath(fd))
+	if err != nil {
+		return "?"
+	}
+	return p
+}
+
+func (f *FS) startWatch() (*treeWatch, error) {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, err
+	}
+	tw := &treeWatch{fs: f, w: w, done: make(chan struct{}),
+		log:  vfs.NewRateLog(slog.Default(), 10*time.Second),
+		subs: map[int]func([]vfs.Change){}, dirs: map[string]weak.Pointer[node]{},
+		paths: map[weak.Pointer[node]]string{}}
+	f.watch.Store(tw)
+	go tw.run()
+	for _, n := range f.liveDirs() {
+		tw.add(n)
+	}
+	return tw, nil
+}
+
+// liveDirs returns the directory nodes an edge may hold.
+func (f *FS) liveDirs() []*node {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var dirs []*node
+	for _, wp := range f.nodes {
+		if n := wp.Value(); n != nil && n.isDir {
+			dirs = append(dirs, n)
+		}
+	}
+	return dirs
+}
+
+// close ends the watch; the tree's nodes read as unwatched from now on.
+func (tw *treeWatch) close() {
+	tw.mu.Lock()
+	for _, wp := range tw.dirs {
+		if n := wp.Value(); n != nil {
+			n.watched.Store(false)
+		}
+	}
+	clear(tw.dirs)
+	clear(tw.paths)
+	tw.mu.Unlock()
+	close(tw.done)
+	tw.w.Close()
+}
+
+// watchDir watches the directory n if the tree is watched and n is not
+// yet: called as an edge reaches it.
+func (f *FS) watchDir(n *node) {
+	if tw := f.watch.Load(); tw != nil && !n.watched.Load() {
+		tw.add(n)
+	}
+}
+
+// add places a watch on n at the path its descriptor now has.
+func (tw *treeWatch) add(n *node) {
+	if since := tw.fullSince.Load(); since != 0 && time.Since(time.Unix(0, since)) < retryFull {
+		return
+	}
+	p, ok := n.hostPath()
+	if !ok {
+		return
+	}
+	tw.addAt(n, p)
+}
+
+// hostPath is where the directory is on the host now.
+func (n *node) hostPath() (string, bool) {
+	fd, err := n.hold()
+	if err != nil {
+		return "", false
+	}
+	defer n.unhold()
+	p, err := os.Readlink(fdPath(fd))
+	return p, err == nil && filepath.IsAbs(p)
+}
+
+func (tw *treeWatch) addAt(n *node, p string) {
+	if err := tw.w.Add(p); err != nil {
+		tw.failed(p, err)
+		return
+	}
+	// The path was read from the descriptor, and could have been given
+	// to another directory since: keep the watch only if it is n's.
+	var st unix.Statx_t
+	if statx(unix.AT_FDCWD, p, &st) != nil || idOf(&st) != n.id {
+		tw.w.Remove(p)
+		return
+	}
+	wp := weak.Make(n)
+	tw.mu.Lock()
+	if old, had := tw.dirs[p]; had && old != wp {
+		if o := old.Value(); o != nil {
+			o.watched.Store(false)
+		}
+		delete(tw.paths, old)
+	}
+	if was, had := tw.paths[wp]; had && was != p {
+		delete(tw.dirs, was)
+	}
+	tw.dirs[p] = wp
+	tw.paths[wp] = p
+	tw.mu.Unlock()
+	n.watched.Store(true)
+}
+
+// failed records that n could not be watched. Out of watches, the tree
+// stops asking for a while and says so in the log.
+func (tw *treeWatch) failed(p string, err error) {
+	if errors.Is(err, unix.ENOENT) {
+		return // removed meanwhile: nothing left to watch
+	}
+	if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.ENOMEM) {
+		tw.fullSince.Store(time.Now().UnixNano())
+		tw.log.Warn("inotify-full", "inotify watches used up (raise fs.inotify.max_user_watches): "+
+			"directories beyond them keep short cache times", "dir", p)
+		return
+	}
+	tw.log.Warn("inotify-add", "directory not watched: changes made outside gsvfs show after the short cache time",
+		"dir", p, "err", err)
+}
+
+// forget drops the watch of a collected directory node.
+func (tw *treeWatch) forget(wp weak.Pointer[node]) {
+	tw.mu.Lock()
+	p, ok := tw.paths[wp]
+	if ok {
+		delete(tw.paths, wp)
+		if tw.dirs[p] == wp {
+			delete(tw.dirs, p)
+		} else {
+			ok = false
+		}
+	}
+	tw.mu.Unlock()
+	if ok {
+		tw.w.Remove(p)
+	}
+}
+
+// changeKey is one entry (dir, name) of a batch, or a directory's own
+// attributes (name "").
+type changeKey struct {
+	dir  *node
+	name string
+}
+
+// run gathers events into batches and hands them on.
+func (tw *treeWatch) run() {
+	pending := map[changeKey]bool{} // value: the content was written
+	lost := false
+	var flush <-chan time.Time
+	for {
+		select {
+		case <-tw.done:
+			return
+		case ev, ok := <-tw.w.Events:
+			if !ok {
+				return
+			}
+			tw.note(pending, ev)
+		case err, ok := <-tw.w.Errors:
+			if !ok {
+				return
+			}
+			if errors.Is(err, fsnotify.ErrEventOverflow) {
+				lost = true
+			}
+			tw.log.Warn("inotify-error", "watch fell behind: the kernel's caches of the tree are dropped", "err", err)
+		case <-flush:
+			flush = nil
+			tw.deliver(tw.changes(pending, lost))
+			clear(pending)
+			lost = false
+			continue
+		}
+		if flush == nil {
+			flush = time.After(batchDelay)
+		}
+	}
+}
+
+// note adds an event to the batch. A directory of the tree removed or
+// moved loses its watch (inotify's watch now follows the directory to a
+// path fsnotify no longer knows), and is watched again where it went.
+func (tw *treeWatch) note(pending map[changeKey]bool, ev fsnotify.Event) {
+	tw.mu.Lock()
+	parent := tw.dirs[filepath.Dir(ev.Name)].Value()
+	self := tw.dirs[ev.Name].Value()
+	tw.mu.Unlock()
+	if parent != nil {
+		key := changeKey{parent, filepath.Base(ev.Name)}
+		pending[key] = pending[key] || ev.Has(fsnotify.Write)
+	}
+	if self == nil {
+		return
+	}
+	if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
+		tw.moved(self, ev.Name)
+	} else if parent == nil {
+		pending[changeKey{self, ""}] = false
+	}
+}
+
+// moved watches a directory that left the path old again where it is
+// now, and the watched directories below it too, whose watches fsnotify
+// still knows by their old paths.
+func (tw *treeWatch) moved(n *node, old string) {
+	tw.mu.Lock()
+	var below []string
+	for p := range tw.dirs {
+		if strings.HasPrefix(p, old+"/") {
+			below = append(below, p)
+		}
+	}
+	tw.mu.Unlock()
+	tw.unwatch(n, old)
+	now, ok := n.hostPath()
+	if ok && !strings.HasSuffix(now, " (deleted)") {
+		tw.addAt(n, now)
+	}
+	for _, p := range below {
+		tw.mu.Lock()
+		d := tw.dirs[p].Value()
+		tw.mu.Unlock()
+		if d == nil {
+			continue
+		}
+		tw.unwatch(d, p)
+		if ok {
+			tw.addAt(d, now+strings.TrimPrefix(p, old))
+		}
+	}
+}
+
+// unwatch removes n's watch at p.
+func (tw *treeWatch) unwatch(n *node, p string) {
+	wp := weak.Make(n)
+	tw.mu.Lock()
+	if tw.dirs[p] == wp {
+		delete(tw.dirs, p)
+		delete(tw.paths, wp)
+	}
+	tw.mu.Unlock()
+	n.watched.Store(false)
+	tw.w.Remove(p)
+}
+
+// changes turns a batch into what the entries lead to now.
+func (tw *treeWatch) changes(pending map[changeKey]bool, lost bool) []vfs.Change {
+	cs := make([]vfs.Change, 0, len(pending)+1)
+	if lost {
+		cs = append(cs, vfs.Change{Lost: true})
+	}
+	for k, data := range pending {
+		var st unix.Statx_t
+		if k.name == "" {
+			if k.dir.inDir(func(fd int) error { return fstatx(fd, &st) }) == nil {
+				cs = append(cs, vfs.Change{Attr: toAttr(&st)})
+			}
+			continue
+		}
+		c := vfs.Change{Dir: k.dir.id.ino, Name: k.name, Data: data}
+		err := k.dir.inDir(func(fd int) error { return statx(fd, k.name, &st) })
+		if err == nil {
+			c.Attr = toAttr(&st)
+		}
+		cs = append(cs, c)
+	}
+	return cs
+}
+
+// deliver hands a batch to every subscriber, each its own copy.
+func (tw *treeWatch) deliver(cs []vfs.Change) {
+	if len(cs) == 0 {
+		return
+	}
+	tw.mu.Lock()
+	subs := make([]func([]vfs.Change), 0, len(tw.subs))
+	for _, fn := range tw.subs {
+		subs = append(subs, fn)
+	}
+	tw.mu.Unlock()
+	for _, fn := range subs {
+		fn(append([]vfs.Change(nil), cs...))
+	}
+}

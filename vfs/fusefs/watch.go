@@ -1,0 +1,337 @@
+//go:build linux
+
+package fusefs
+
+import (
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"weak"
+
+	"github.com/gsvfs/gsvfs/vfs"
+)
+
+// A tree that reports the changes other programs make to it (vfs.Watcher)
+// lets the kernel cache what it says about watched nodes for long
+// (Options.WatchedCacheTime), misses included: each reported change drops
+// what the kernel holds that it makes stale, and nothing else. Changes the
+// mount made itself come back from the tree's watch too; they are told
+// from others' by comparing with what the kernel was told, so the
+// kernel's caches survive the mount's own work.
+
+// maxNegatives bounds the misses the kernel may cache long across the
+// mount (each costs a record here, so it can be dropped); past it, misses
+// are not cached.
+const maxNegatives = 1 << 18
+
+// notifyQueue is how many batches of changes wait to be told to the
+// kernel before the mount gives up on them and drops everything instead.
+const notifyQueue = 256
+
+// watchState is what a mount knows to turn changes into invalidations.
+type watchState struct {
+	// inodes finds the kernel's inodes by inode number.
+	mu     sync.Mutex
+	inodes map[uint64][]weak.Pointer[node]
+
+	negatives atomic.Int64 // misses recorded, across the mount
+	queue     chan []vfs.Change
+	overflow  atomic.Bool // a batch was dropped: drop everything
+	on        atomic.Bool // subscribed: watched nodes may be cached long
+	stop      func()
+	done      chan struct{}
+	ended     sync.Once
+}
+
+// nodeWatch is a node's part: what the kernel was told of it.
+type nodeWatch struct {
+	// watched: changes to this node (and a directory's entries) are
+	// reported; set from the node's own attributes.
+	watched atomic.Bool
+	mu      sync.Mutex
+	last    attrKey             // the attributes the kernel was last given
+	absent  map[string]struct{} // names the kernel caches as missing
+}
+
+// attrKey is the part of the attributes a change can make stale.
+type attrKey struct {
+	size                  int64
+	mode, nlink, uid, gid uint32
+	mtime, ctime          time.Time
+	ino, gen              uint64
+	blocks                int64
+	rdev                  uint64
+	valid                 bool
+}
+
+func keyOf(a vfs.Attr) attrKey {
+	return attrKey{size: a.Size, mode: a.Mode, nlink: a.Nlink, uid: a.Uid, gid: a.Gid,
+		mtime: a.Mtime, ctime: a.Ctime, ino: a.Ino, gen: a.Gen, blocks: a.Blocks, rdev: a.Rdev, valid: true}
+}
+
+// startWatch subscribes the mount to root's changes, if it reports them.
+func (s *server) startWatch(root vfs.Node) {
+	w, ok := root.(vfs.Watcher)
+	if !ok || s.opts.NoWatch {
+		return
+	}
+	s.watch.queue = make(chan []vfs.Change, notifyQueue)
+	s.watch.done = make(chan struct{})
+	go s.notifier()
+	s.watch.stop = w.Watch(s.changed)
+	s.watch.on.Store(true)
+}
+
+// stopWatch ends the subscription and the notifier.
+func (s *server) stopWatch() {
+	if s.watch.stop == nil {
+		return
+	}
+	s.watch.ended.Do(func() {
+		s.watch.stop()
+		close(s.watch.done)
+	})
+}
+
+// changed queues a batch for the notifier: the tree's watch must not wait
+// on the kernel, which may be waiting on the tree.
+func (s *server) changed(cs []vfs.Change) {
+	select {
+	case s.watch.queue <- cs:
+	default:
+		s.watch.overflow.Store(true)
+	}
+}
+
+// notifier tells the kernel what went stale, one batch at a time.
+func (s *server) notifier() {
+	for {
+		select {
+		case <-s.watch.done:
+			return
+		case cs := <-s.watch.queue:
+			if s.watch.overflow.Swap(false) {
+				s.dropAll()
+			}
+			for _, c := range cs {
+				s.apply(c)
+			}
+		}
+	}
+}
+
+func (s *server) apply(c vfs.Change) {
+	switch {
+	case c.Lost:
+		s.dropAll()
+	case c.Dir != 0:
+		for _, dir := range s.live(c.Dir) {
+			if dir.entryStale(c.Name, c.Attr) {
+				dir.NotifyEntry(c.Name)
+				dir.NotifyContent(-1, 0) // its times and size changed with it
+			}
+		}
+		if c.Attr.Ino != 0 {
+			s.attrChanged(c.Attr, c.Data)
+		}
+	case c.Attr.Ino != 0:
+		s.attrChanged(c.Attr, c.Data)
+	}
+}
+
+// attrChanged drops the kernel's attributes of the node, and its cached
+// pages if the content changed, unless the kernel was told just that.
+func (s *server) attrChanged(a vfs.Attr, data bool) {
+	for _, n := range s.live(a.Ino) {
+		n.w.mu.Lock()
+		same := n.w.last == keyOf(a)
+		if !same || data {
+			n.w.last = attrKey{}
+		}
+		n.w.mu.Unlock()
+		if same && !data {
+			continue
+		}
+		if a.Type() == syscall.S_IFREG {
+			n.NotifyContent(0, 0)
+		} else {
+			n.NotifyContent(-1, 0)
+		}
+	}
+}
+
+// entryStale says whether the kernel may hold something else for the
+// entry name than what it now leads to (now.Ino 0: nothing). The kernel
+// holds a name positively only while go-fuse's tree has it, and
+// negatively long only where absent records it.
+func (n *node) entryStale(name string, now vfs.Attr) bool {
+	n.w.mu.Lock()
+	_, negative := n.w.absent[name]
+	if negative && now.Ino != 0 {
+		n.dropAbsentLocked(name)
+	}
+	n.w.mu.Unlock()
+	if negative {
+		return now.Ino != 0
+	}
+	child := n.GetChild(name)
+	if child == nil {
+		return false
+	}
+	id := child.StableAttr()
+	return now.Ino != id.Ino || now.Gen != id.Gen || now.Type() != id.Mode&syscall.S_IFMT
+}
+
+// noteAttr records what the kernel is told about n.
+func (n *node) noteAttr(a vfs.Attr, own bool) {
+	n.w.mu.Lock()
+	n.w.last = keyOf(a)
+	n.w.mu.Unlock()
+	if own {
+		n.w.watched.Store(a.Watched)
+	}
+}
+
+// noteAbsent records that the kernel may cache name as missing, and says
+// whether it may (the mount's records have room).
+func (n *node) noteAbsent(name string) bool {
+	n.w.mu.Lock()
+	defer n.w.mu.Unlock()
+	if _, ok := n.w.absent[name]; ok {
+		return true
+	}
+	if n.srv.watch.negatives.Add(1) > maxNegatives {
+		n.srv.watch.negatives.Add(-1)
+		return false
+	}
+	if n.w.absent == nil {
+		n.w.absent = map[string]struct{}{}
+	}
+	n.w.absent[name] = struct{}{}
+	return true
+}
+
+// noteRemoved records that the mount removed or renamed name: the kernel
+// may keep a negative entry for it as long as it kept the positive one,
+// so the name is recorded missing whatever the bound.
+func (n *node) noteRemoved(name string) {
+	n.w.mu.Lock()
+	defer n.w.mu.Unlock()
+	if _, ok := n.w.absent[name]; ok {
+		return
+	}
+	if n.w.absent == nil {
+		n.w.absent = map[string]struct{}{}
+	}
+	n.w.absent[name] = struct{}{}
+	n.srv.watch.negatives.Add(1)
+}
+
+// notePresent records that the kernel holds name positively now.
+func (n *node) notePresent(name string) {
+	n.w.mu.Lock()
+	n.dropAbsentLocked(name)
+	n.w.mu.Unlock()
+}
+
+func (n *node) dropAbsentLocked(name string) {
+	if _, ok := n.w.absent[name]; ok {
+		delete(n.w.absent, name)
+		n.srv.watch.negatives.Add(-1)
+	}
+}
+
+// dropAbsent forgets every miss recorded in n, returning the names.
+func (n *node) dropAbsent() []string {
+	n.w.mu.Lock()
+	defer n.w.mu.Unlock()
+	names := make([]string, 0, len(n.w.absent))
+	for name := range n.w.absent {
+		names = append(names, name)
+	}
+	n.srv.watch.negatives.Add(-int64(len(names)))
+	n.w.absent = nil
+	return names
+}
+
+// dropAll makes the kernel forget everything it caches of the tree, for
+// when changes were lost.
+func (s *server) dropAll() {
+	for _, n := range s.allLive() {
+		for _, name := range n.dropAbsent() {
+			n.NotifyEntry(name)
+		}
+		for name := range n.Children() {
+			n.NotifyEntry(name)
+		}
+		n.NotifyContent(0, 0)
+	}
+}
+
+// track records that n is the kernel's inode for ino (or one candidate:
+// go-fuse may keep another node for the same number, which then stays
+// unreachable and is collected).
+func (s *server) track(ino uint64, n *node) {
+	s.watch.mu.Lock()
+	defer s.watch.mu.Unlock()
+	if s.watch.inodes == nil {
+		s.watch.inodes = map[uint64][]weak.Pointer[node]{}
+	}
+	list := s.watch.inodes[ino][:0:0]
+	for _, wp := range s.watch.inodes[ino] {
+		if wp.Value() != nil {
+			list = append(list, wp)
+		}
+	}
+	s.watch.inodes[ino] = append(list, weak.Make(n))
+}
+
+// untrack forgets n, which the kernel forgot.
+func (s *server) untrack(ino uint64, n *node) {
+	wn := weak.Make(n)
+	s.watch.mu.Lock()
+	defer s.watch.mu.Unlock()
+	list := s.watch.inodes[ino][:0:0]
+	for _, wp := range s.watch.inodes[ino] {
+		if wp != wn && wp.Value() != nil {
+			list = append(list, wp)
+		}
+	}
+	if len(list) == 0 {
+		delete(s.watch.inodes, ino)
+	} else {
+		s.watch.inodes[ino] = list
+	}
+	n.dropAbsent()
+}
+
+// live returns the nodes of ino the kernel may hold.
+func (s *server) live(ino uint64) []*node {
+	s.watch.mu.Lock()
+	list := append([]weak.Pointer[node](nil), s.watch.inodes[ino]...)
+	s.watch.mu.Unlock()
+	return held(list)
+}
+
+func (s *server) allLive() []*node {
+	s.watch.mu.Lock()
+	var list []weak.Pointer[node]
+	for _, l := range s.watch.inodes {
+		list = append(list, l...)
+	}
+	s.watch.mu.Unlock()
+	return held(list)
+}
+
+// held keeps the nodes still alive that the kernel refers to. Forgotten
+// takes the inode's lock, so it is asked outside the table's.
+func held(list []weak.Pointer[node]) []*node {
+	var out []*node
+	for _, wp := range list {
+		if n := wp.Value(); n != nil && !n.Forgotten() {
+			out = append(out, n)
+		}
+	}
+	return out
+}
