@@ -65,6 +65,21 @@ type counters struct {
 type Stats struct {
 	Path                            string
 	Requests, Errors, Read, Written int64
+	// Watch is the backend's watch of changes made outside, if it has
+	// one.
+	Watch *WatchCounts
+}
+
+// WatchCounts says how much of a tree is watched for changes made
+// outside: directories watched and directories the edges hold that
+// could not be (inotify's limit).
+type WatchCounts struct {
+	Watched, Unwatched int
+}
+
+// watchCounter is a backend that counts its watch (diskfs).
+type watchCounter interface {
+	WatchCounts() (watched, unwatched int, on bool)
 }
 
 // New returns an empty table.
@@ -104,7 +119,13 @@ func (t *Table) Stats() []Stats {
 	defer t.mu.RUnlock()
 	out := []Stats{t.rootStats.snapshot("")}
 	for _, p := range slices.Sorted(maps.Keys(t.mounts)) {
-		out = append(out, t.mounts[p].stats.snapshot(p))
+		st := t.mounts[p].stats.snapshot(p)
+		if wc, ok := t.mounts[p].root.(watchCounter); ok {
+			if w, u, on := wc.WatchCounts(); on {
+				st.Watch = &WatchCounts{Watched: w, Unwatched: u}
+			}
+		}
+		out = append(out, st)
 	}
 	return out
 }

@@ -42,11 +42,20 @@ type Options struct {
 	Edges    func() []Edge
 }
 
-// Edge is what one server of the tree (a 9P listener) was asked.
+// Edge is what one server of the tree (a 9P listener) was asked, or
+// what a FUSE mount told the kernel to forget (Kernel set).
 type Edge struct {
 	Name                            string
 	Connections                     int
 	Requests, Errors, Read, Written int64
+	Kernel                          *KernelDrops
+}
+
+// KernelDrops counts the kernel caches a FUSE mount dropped after
+// changes made outside.
+type KernelDrops struct {
+	Watching              bool
+	Entries, Inodes, Lost int64
 }
 
 // New returns /sys.
@@ -121,6 +130,11 @@ func stats(o Options) []byte {
 	}
 	if o.Edges != nil {
 		for _, e := range o.Edges() {
+			if k := e.Kernel; k != nil {
+				fmt.Fprintf(&b, "edge %s watching %s dropped entries %d inodes %d all %d\n",
+					e.Name, yesNo(k.Watching), k.Entries, k.Inodes, k.Lost)
+				continue
+			}
 			fmt.Fprintf(&b, "edge %s connections %d requests %d errors %d read %s written %s\n",
 				e.Name, e.Connections, e.Requests, e.Errors, size(e.Read), size(e.Written))
 		}
@@ -130,10 +144,21 @@ func stats(o Options) []byte {
 		if p == "" {
 			p = "/" // the virtual directories joining the trees
 		}
-		fmt.Fprintf(&b, "tree %s requests %d errors %d read %s written %s\n",
+		fmt.Fprintf(&b, "tree %s requests %d errors %d read %s written %s",
 			p, t.Requests, t.Errors, size(t.Read), size(t.Written))
+		if w := t.Watch; w != nil {
+			fmt.Fprintf(&b, " watched %d unwatched %d", w.Watched, w.Unwatched)
+		}
+		b.WriteByte('\n')
 	}
 	return []byte(b.String())
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }
 
 // size is a byte count for people: 0 B, 512 B, 1.5 KiB, 20.0 MiB.

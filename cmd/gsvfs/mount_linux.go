@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gsvfs/gsvfs/sysfs"
 	"github.com/gsvfs/gsvfs/vfs/fusefs"
 )
 
@@ -125,6 +126,12 @@ func serveMount(stdout io.Writer, f mountFlags, mountpoint string) (err error) {
 	})
 	if err != nil {
 		return err
+	}
+	if src.edges != nil {
+		src.edges.addStats("fuse "+mountpoint, func() sysfs.Edge {
+			w := m.WatchStats()
+			return sysfs.Edge{Kernel: &sysfs.KernelDrops{Watching: w.Watching, Entries: w.Entries, Inodes: w.Inodes, Lost: w.Lost}}
+		})
 	}
 	slog.Info("serving", "tree", src.name, "mountpoint", mountpoint, "pid", os.Getpid())
 	fmt.Fprintf(stdout, "gsvfs: serving %s at %s (pid %d)\n", src.name, mountpoint, os.Getpid())

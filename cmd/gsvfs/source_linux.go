@@ -17,6 +17,8 @@ type source struct {
 	name  string          // what the mount serves, for messages
 	gone  <-chan struct{} // closed if a remote source is lost; nil if local
 	close func()
+	// edges lists a local tree's edges in its /sys/stats; nil if remote.
+	edges *edgeList
 }
 
 // openSource picks the tree for a mount: --server's, else the running
@@ -49,7 +51,7 @@ func openSource(f mountFlags) (*source, error) {
 	if err != nil {
 		return nil, err
 	}
-	src := &source{tree: tree.root, name: root, close: tree.close}
+	src := &source{tree: tree.root, name: root, close: tree.close, edges: tree.edges}
 	srv, where, err := startNinep(tree.root, []ninep.Address{sock})
 	if err != nil {
 		// The mount works without it; only attaching more mounts does not.

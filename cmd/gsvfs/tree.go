@@ -353,15 +353,26 @@ type edgeList struct {
 	servers []namedServer
 }
 
+// namedServer is one edge and how to read its counts.
 type namedServer struct {
-	name string
-	srv  *ninep.Server
+	name  string
+	stats func() sysfs.Edge
 }
 
+// add lists a 9P server.
 func (l *edgeList) add(name string, srv *ninep.Server) {
+	l.addStats(name, func() sysfs.Edge {
+		st := srv.Stats()
+		return sysfs.Edge{Connections: st.Connections,
+			Requests: st.Requests, Errors: st.Errors, Read: st.Read, Written: st.Written}
+	})
+}
+
+// addStats lists an edge whose counts stats reads.
+func (l *edgeList) addStats(name string, stats func() sysfs.Edge) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.servers = append(l.servers, namedServer{name, srv})
+	l.servers = append(l.servers, namedServer{name, stats})
 }
 
 func (l *edgeList) list() []sysfs.Edge {
@@ -369,9 +380,9 @@ func (l *edgeList) list() []sysfs.Edge {
 	defer l.mu.Unlock()
 	var out []sysfs.Edge
 	for _, s := range l.servers {
-		st := s.srv.Stats()
-		out = append(out, sysfs.Edge{Name: s.name, Connections: st.Connections,
-			Requests: st.Requests, Errors: st.Errors, Read: st.Read, Written: st.Written})
+		e := s.stats()
+		e.Name = s.name
+		out = append(out, e)
 	}
 	return out
 }

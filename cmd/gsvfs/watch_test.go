@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -74,6 +75,14 @@ func TestOutsideChangesShow(t *testing.T) {
 			o.eventually("a directory's rename", "in d1\n", "cat", filepath.Join(m, "d2", "g"))
 			o.write(filepath.Join(host, "d2", "g"), "in d2\n")
 			o.eventually("a write in a moved directory", "in d2\n", "cat", filepath.Join(m, "d2", "g"))
+
+			stats := output("cat", filepath.Join(d.Mnt, "sys", "stats"))
+			for _, want := range []string{`(?m)^tree /workspaces .* watched [1-9]\d* unwatched 0$`,
+				`(?m)^edge fuse \S+ watching yes dropped entries [1-9]\d* inodes [1-9]\d* all 0$`} {
+				if !regexp.MustCompile(want).MatchString(stats) {
+					t.Errorf("/sys/stats has no line like %s:\n%s", want, stats)
+				}
+			}
 		})
 	}
 }

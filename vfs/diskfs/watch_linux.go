@@ -47,6 +47,8 @@ type treeWatch struct {
 	w    *fsnotify.Watcher
 	log  *vfs.RateLog
 	done chan struct{}
+	// place adds a watch (w.Add; a test's stand-in runs out of room).
+	place func(path string) error
 
 	mu   sync.Mutex
 	subs map[int]func([]vfs.Change)
@@ -62,22 +64,19 @@ type treeWatch struct {
 	fullSince atomic.Int64
 }
 
-// WatchStats says how much of a tree is watched.
-type WatchStats struct {
-	Watched   int // directories watched now
-	Unwatched int // directories edges hold that could not be watched
-}
-
-// WatchStats reports the tree's watch (zero while nobody subscribes).
-func (f *FS) WatchStats() WatchStats {
+// WatchCounts reports the tree's watch: the directories watched, those
+// an edge may hold that are not (inotify's limit reached), and whether
+// anyone subscribes (the counts are 0 otherwise).
+func (n *node) WatchCounts() (watched, unwatched int, on bool) {
+	f := n.fs
 	tw := f.watch.Load()
 	if tw == nil {
-		return WatchStats{}
+		return 0, 0, false
 	}
 	live := len(f.liveDirs())
 	tw.mu.Lock()
 	defer tw.mu.Unlock()
-	return WatchStats{Watched: len(tw.dirs), Unwatched: max(live-len(tw.dirs), 0)}
+	return len(tw.dirs), max(live-len(tw.dirs), 0), true
 }
 
 // Watch reports the changes other programs make anywhere in the node's
@@ -139,7 +138,7 @@ func (f *FS) startWatch() (*treeWatch, error) {
 	if err != nil {
 		return nil, err
 	}
-	tw := &treeWatch{fs: f, w: w, done: make(chan struct{}),
+	tw := &treeWatch{fs: f, w: w, done: make(chan struct{}), place: w.Add,
 		log:  vfs.NewRateLog(slog.Default(), 10*time.Second),
 		subs: map[int]func([]vfs.Change){}, dirs: map[string]weak.Pointer[node]{},
 		paths: map[weak.Pointer[node]]string{}}
@@ -211,7 +210,7 @@ func (n *node) hostPath() (string, bool) {
 }
 
 func (tw *treeWatch) addAt(n *node, p string) {
-	if err := tw.w.Add(p); err != nil {
+	if err := tw.place(p); err != nil {
 		tw.failed(p, err)
 		return
 	}

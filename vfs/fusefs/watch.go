@@ -38,10 +38,12 @@ type watchState struct {
 	negatives atomic.Int64 // misses recorded, across the mount
 	queue     chan []vfs.Change
 	overflow  atomic.Bool // a batch was dropped: drop everything
-	on        atomic.Bool // subscribed: watched nodes may be cached long
-	stop      func()
-	done      chan struct{}
-	ended     sync.Once
+	// dropped counts what the kernel was told to forget, for /sys/stats.
+	droppedEntries, droppedInodes, lost atomic.Int64
+	on                                  atomic.Bool // subscribed: watched nodes may be cached long
+	stop                                func()
+	done                                chan struct{}
+	ended                               sync.Once
 }
 
 // nodeWatch is a node's part: what the kernel was told of it.
@@ -68,6 +70,21 @@ type attrKey struct {
 func keyOf(a vfs.Attr) attrKey {
 	return attrKey{size: a.Size, mode: a.Mode, nlink: a.Nlink, uid: a.Uid, gid: a.Gid,
 		mtime: a.Mtime, ctime: a.Ctime, ino: a.Ino, gen: a.Gen, blocks: a.Blocks, rdev: a.Rdev, valid: true}
+}
+
+// WatchStats is what a mount told the kernel to forget of its caches
+// after changes made outside.
+type WatchStats struct {
+	Watching bool  // the tree reports its changes
+	Entries  int64 // names dropped
+	Inodes   int64 // attributes and pages dropped
+	Lost     int64 // times everything was dropped (changes lost)
+}
+
+// WatchStats reports the mount's drops so far.
+func (m *Mount) WatchStats() WatchStats {
+	w := &m.srv.watch
+	return WatchStats{Watching: w.on.Load(), Entries: w.droppedEntries.Load(), Inodes: w.droppedInodes.Load(), Lost: w.lost.Load()}
 }
 
 // startWatch subscribes the mount to root's changes, if it reports them.
@@ -130,6 +147,7 @@ func (s *server) apply(c vfs.Change) {
 			if dir.entryStale(c.Name, c.Attr) {
 				dir.NotifyEntry(c.Name)
 				dir.NotifyContent(-1, 0) // its times and size changed with it
+				s.watch.droppedEntries.Add(1)
 			}
 		}
 		if c.Attr.Ino != 0 {
@@ -158,6 +176,7 @@ func (s *server) attrChanged(a vfs.Attr, data bool) {
 		} else {
 			n.NotifyContent(-1, 0)
 		}
+		s.watch.droppedInodes.Add(1)
 	}
 }
 
@@ -258,6 +277,7 @@ func (n *node) dropAbsent() []string {
 // dropAll makes the kernel forget everything it caches of the tree, for
 // when changes were lost.
 func (s *server) dropAll() {
+	s.watch.lost.Add(1)
 	for _, n := range s.allLive() {
 		for _, name := range n.dropAbsent() {
 			n.NotifyEntry(name)

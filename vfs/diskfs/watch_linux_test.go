@@ -1,0 +1,148 @@
+//go:build linux
+
+package diskfs_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/gsvfs/gsvfs/vfs"
+	"github.com/gsvfs/gsvfs/vfs/diskfs"
+)
+
+// subscribe watches f's tree and returns the changes as they come.
+func subscribe(t *testing.T, f *diskfs.FS) <-chan vfs.Change {
+	t.Helper()
+	ch := make(chan vfs.Change, 1024)
+	stop := f.Root().(vfs.Watcher).Watch(func(cs []vfs.Change) {
+		for _, c := range cs {
+			ch <- c
+		}
+	})
+	t.Cleanup(stop)
+	return ch
+}
+
+// next waits for the change of the entry name.
+func next(t *testing.T, ch <-chan vfs.Change, name string) vfs.Change {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case c := <-ch:
+			if c.Name == name {
+				return c
+			}
+		case <-timeout:
+			t.Fatalf("no change of %q reported", name)
+		}
+	}
+}
+
+func attr(t *testing.T, n vfs.Node) vfs.Attr {
+	t.Helper()
+	a, err := n.Attr(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// Another program's changes in a directory an edge holds are reported
+// with what the name leads to now.
+func TestWatchReportsOutsideChanges(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	f, err := diskfs.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := attr(t, f.Root()); a.Watched {
+		t.Fatal("the root says watched before anyone subscribes")
+	}
+	ch := subscribe(t, f)
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := f.Root().Lookup(ctx, "sub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	subAttr := attr(t, sub)
+	if !subAttr.Watched {
+		t.Fatal("a directory the tree holds is not watched")
+	}
+
+	os.WriteFile(filepath.Join(dir, "sub", "new"), []byte("x"), 0o644)
+	c := next(t, ch, "new")
+	if c.Dir != subAttr.Ino || c.Attr.Ino == 0 {
+		t.Fatalf("creation reported as %+v, want dir %d and the file", c, subAttr.Ino)
+	}
+	f1, err := sub.Lookup(ctx, "new")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !attr(t, f1).Watched {
+		t.Fatal("a file in a watched directory is not watched")
+	}
+	os.WriteFile(filepath.Join(dir, "sub", "new"), []byte("xy"), 0o644)
+	if c := next(t, ch, "new"); !c.Data || c.Attr.Size != 2 {
+		t.Fatalf("write reported as %+v, want data changed and size 2", c)
+	}
+	os.Remove(filepath.Join(dir, "sub", "new"))
+	if c := next(t, ch, "new"); c.Attr.Ino != 0 {
+		t.Fatalf("removal reported as %+v, want the name gone", c)
+	}
+
+	// Moved away and back: still watched where it is.
+	if err := os.Rename(filepath.Join(dir, "sub"), filepath.Join(dir, "moved")); err != nil {
+		t.Fatal(err)
+	}
+	next(t, ch, "moved")
+	os.WriteFile(filepath.Join(dir, "moved", "after"), nil, 0o644)
+	if c := next(t, ch, "after"); c.Dir != subAttr.Ino {
+		t.Fatalf("a change in the moved directory reported as %+v", c)
+	}
+}
+
+// Out of inotify watches, directories say they are unwatched (edges keep
+// short cache times there), and the tree counts them.
+func TestWatchLimit(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	for _, d := range []string{"a", "b", "c"} {
+		os.Mkdir(filepath.Join(dir, d), 0o755)
+	}
+	f, err := diskfs.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subscribe(t, f)
+	diskfs.LimitWatches(f, 1)
+	var held []vfs.Node // the edges' references keep the nodes
+	watched := 0
+	for _, d := range []string{"a", "b", "c"} {
+		n, err := f.Root().Lookup(ctx, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, n)
+		if attr(t, n).Watched {
+			watched++
+		}
+	}
+	if watched != 1 {
+		t.Fatalf("%d of 3 directories watched with room for 1", watched)
+	}
+	w, u, on := f.Root().(interface {
+		WatchCounts() (int, int, bool)
+	}).WatchCounts()
+	if !on || w != 2 || u != 2 {
+		t.Fatalf("counts: watched %d unwatched %d (on %v), want 2 (root and one) and 2", w, u, on)
+	}
+	runtime.KeepAlive(held)
+}
