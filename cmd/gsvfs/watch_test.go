@@ -66,6 +66,13 @@ func TestOutsideChangesShow(t *testing.T) {
 			}
 			o.eventually("a removal", "no\n", "sh", "-c", `test -e "$1" && echo yes || echo no`, "sh", filepath.Join(m, "renamed"))
 
+			// A name the kernel never looked up, in a listing it keeps.
+			o.expect("listing", "f\nf\n", "sh", "-c", `ls "$1"; ls "$1"`, "sh", m) // the second from the kernel's cache
+			o.write(filepath.Join(host, "unseen"), "x")
+			o.eventually("a file made outside in a listed directory", "f\nunseen\n", "ls", m)
+			os.Remove(filepath.Join(host, "unseen"))
+			o.eventually("a removal from a listed directory", "f\n", "ls", m)
+
 			// A directory moved: its files are watched where it went.
 			o.write(filepath.Join(host, "d1", "g"), "in d1\n")
 			o.expect("dir", "in d1\n", "cat", filepath.Join(m, "d1", "g"))

@@ -265,7 +265,14 @@ func (n *node) OpendirHandle(ctx context.Context, _ uint32) (gofs.FileHandle, ui
 		n.srv.release(user)
 		return nil, 0, syscall.ENOTDIR
 	}
-	return n.srv.wrapHandle(ctx, h, false, user)
+	fh, flags, errno := n.srv.wrapHandle(ctx, h, false, user)
+	if errno == 0 && n.w.watched.Load() && n.srv.watch.on.Load() {
+		// The kernel keeps a watched directory's listing: the mount's
+		// own changes to it drop the listing in the kernel, others'
+		// through the watch (attrChanged).
+		flags |= fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE
+	}
+	return fh, flags, errno
 }
 
 func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {

@@ -144,10 +144,15 @@ func (s *server) apply(c vfs.Change) {
 		s.dropAll()
 	case c.Dir != 0:
 		for _, dir := range s.live(c.Dir) {
-			if dir.entryStale(c.Name, c.Attr) {
+			entry, listing := dir.entryStale(c.Name, c.Attr)
+			if entry {
 				dir.NotifyEntry(c.Name)
-				dir.NotifyContent(-1, 0) // its times and size changed with it
 				s.watch.droppedEntries.Add(1)
+			}
+			if listing {
+				// The directory's cached listing (FOPEN_CACHE_DIR),
+				// times and size changed with the entry.
+				dir.NotifyContent(0, 0)
 			}
 		}
 		if c.Attr.Ino != 0 {
@@ -171,8 +176,8 @@ func (s *server) attrChanged(a vfs.Attr, data bool) {
 		if same && !data {
 			continue
 		}
-		if a.Type() == syscall.S_IFREG {
-			n.NotifyContent(0, 0)
+		if t := a.Type(); t == syscall.S_IFREG || t == syscall.S_IFDIR {
+			n.NotifyContent(0, 0) // pages, or a directory's listing
 		} else {
 			n.NotifyContent(-1, 0)
 		}
@@ -181,10 +186,13 @@ func (s *server) attrChanged(a vfs.Attr, data bool) {
 }
 
 // entryStale says whether the kernel may hold something else for the
-// entry name than what it now leads to (now.Ino 0: nothing). The kernel
-// holds a name positively only while go-fuse's tree has it, and
-// negatively long only where absent records it.
-func (n *node) entryStale(name string, now vfs.Attr) bool {
+// entry name than what it now leads to (now.Ino 0: nothing), and whether
+// the directory's listing may be stale. The kernel holds a name
+// positively only while go-fuse's tree has it, and negatively long only
+// where absent records it; the mount's own changes leave both as the
+// kernel has them (and the kernel drops the listing itself), so a name
+// in neither changed outside.
+func (n *node) entryStale(name string, now vfs.Attr) (entry, listing bool) {
 	n.w.mu.Lock()
 	_, negative := n.w.absent[name]
 	if negative && now.Ino != 0 {
@@ -192,14 +200,15 @@ func (n *node) entryStale(name string, now vfs.Attr) bool {
 	}
 	n.w.mu.Unlock()
 	if negative {
-		return now.Ino != 0
+		return now.Ino != 0, now.Ino != 0
 	}
 	child := n.GetChild(name)
 	if child == nil {
-		return false
+		return false, true
 	}
 	id := child.StableAttr()
-	return now.Ino != id.Ino || now.Gen != id.Gen || now.Type() != id.Mode&syscall.S_IFMT
+	stale := now.Ino != id.Ino || now.Gen != id.Gen || now.Type() != id.Mode&syscall.S_IFMT
+	return stale, stale
 }
 
 // noteAttr records what the kernel is told about n.
