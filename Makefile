@@ -37,12 +37,14 @@ test: vet
 	$(GO) test -count=1 -timeout 15m ./...
 
 # Go benchmarks, the FUSE comparison against native disk, and the 9P
+# what watching the state directory buys warm metadata (watchbench),
 # comparisons against diod (a Go client, then the Linux client in qemu),
 # /proc sessions (round trips, one-shots, idle cost), and a device's files
 # through a gateway against direct, with added network delay.
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./...
 	bash bench/fusebench.sh
+	bash bench/watchbench.sh
 	bash bench/ninepbench.sh
 	bash bench/vm9pbench.sh
 	bash bench/procbench.sh
