@@ -36,8 +36,8 @@ test: vet
 	mandoc -T lint -W warning docs/man/*.[1-8]
 	$(GO) test -count=1 -timeout 15m ./...
 
-# Go benchmarks, the FUSE comparison against native disk, and the 9P
-# what watching the state directory buys warm metadata (watchbench),
+# Go benchmarks, the FUSE comparison against native disk, what watching
+# the state directory buys warm metadata (watchbench), the 9P
 # comparisons against diod (a Go client, then the Linux client in qemu),
 # /proc sessions (round trips, one-shots, idle cost), and a device's files
 # through a gateway against direct, with added network delay.
