@@ -113,7 +113,7 @@ func (n *node) Open(ctx context.Context, flags int) (_ vfs.Handle, err error) {
 	if err != nil {
 		return nil, err
 	}
-	return n.wrap(h), nil
+	return n.guarded(n.wrap(h), flags), nil
 }
 
 // wrap puts a backend handle into the namespace: a directory listing gains
@@ -171,7 +171,7 @@ func (n *node) Create(ctx context.Context, name string, flags int, mode uint32) 
 		return nil, nil, err
 	}
 	c := n.child(name, inner)
-	return c, c.wrap(h), nil
+	return c, c.guarded(c.wrap(h), flags), nil
 }
 
 // CreateTemp makes a file with no name in a backend directory that can.

@@ -44,6 +44,7 @@ type Table struct {
 	rootStats *counters
 	ns        nsState
 	watch     watchState
+	nsFile    string // the namespace file's path, its writes checked
 }
 
 // mount is one backend served at a path.

@@ -3,11 +3,13 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -77,8 +79,19 @@ func TestNamespaceSkillsUnion(t *testing.T) {
 		t.Errorf("over 9P: %q", got)
 	}
 
-	// A bad edit is refused whole: the union stays, and /sys/mounts says why.
+	// A bad edit through the tree fails with EINVAL and changes nothing.
+	before, _ := os.ReadFile(filepath.Join(d.Root, "etc/namespace"))
 	ns, _ = os.OpenFile(d.Path("etc/namespace"), os.O_WRONLY|os.O_APPEND, 0)
+	if _, err := ns.WriteString("bind -x /nowhere /home/agent/skills\n"); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("a bad line written through the tree: %v, want EINVAL", err)
+	}
+	ns.Close()
+	if after, _ := os.ReadFile(filepath.Join(d.Root, "etc/namespace")); string(after) != string(before) {
+		t.Errorf("the refused write changed the file: %q", after)
+	}
+	// Made on disk, it is refused whole: the union stays, and /sys/mounts
+	// says why.
+	ns, _ = os.OpenFile(filepath.Join(d.Root, "etc/namespace"), os.O_WRONLY|os.O_APPEND, 0)
 	ns.WriteString("bind -x /nowhere /home/agent/skills\n")
 	ns.Close()
 	if !waitFor(5*time.Second, func() bool {

@@ -187,6 +187,7 @@ func buildTree(root string, o treeOptions) (*tree, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	go gw.Watch(ctx)
 	go cron.Run(ctx)
+	t.GuardNamespace("/etc/namespace")
 	go watchNamespace(ctx, t, filepath.Join(root, "etc", "namespace"))
 	stop := make(chan struct{})
 	go reapSessions(proc, stop)

@@ -1,0 +1,113 @@
+package mounts
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"syscall"
+
+	"github.com/gsvfs/gsvfs/vfs"
+)
+
+// The namespace file is edited through the tree like any file, but a write
+// that would leave a line the namespace refuses fails with EINVAL and
+// changes nothing, so whoever wrote it learns at once (the daemon also
+// applies the file when it changes on disk, and logs a refusal).
+
+// maxNamespaceFile bounds the namespace file a write is checked against.
+const maxNamespaceFile = 1 << 20
+
+// GuardNamespace makes writes through the table to the file at path p
+// (the namespace file, /etc/namespace) checked before they land.
+func (t *Table) GuardNamespace(p string) {
+	t.mu.Lock()
+	t.nsFile = p
+	t.mu.Unlock()
+}
+
+// guarded wraps h, opened with flags at n, if n is the namespace file
+// opened for writing.
+func (n *node) guarded(h vfs.Handle, flags int) vfs.Handle {
+	if flags&(os.O_WRONLY|os.O_RDWR) == 0 {
+		return h
+	}
+	n.t.mu.RLock()
+	ns := n.t.nsFile
+	n.t.mu.RUnlock()
+	if ns == "" || n.path != ns || n.view != nil {
+		return h
+	}
+	return &nsHandle{Handle: h, n: n}
+}
+
+// nsHandle checks each write against the file as it would be. It has no
+// host descriptor, so no write can pass the check through the kernel
+// (FUSE passthrough).
+type nsHandle struct {
+	vfs.Handle
+	n *node
+}
+
+func (h *nsHandle) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
+	cur, err := h.current(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if err := checkNamespace(splice(cur, p, off)); err != nil {
+		slog.Warn("write to the namespace file refused; the file is unchanged", "file", h.n.path, "err", err)
+		return 0, vfs.Error("write", h.n.path, syscall.EINVAL)
+	}
+	return h.Handle.WriteAt(ctx, p, off)
+}
+
+// current reads the file as it is now.
+func (h *nsHandle) current(ctx context.Context) ([]byte, error) {
+	r, err := h.n.inner.Open(ctx, os.O_RDONLY)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	b, err := io.ReadAll(io.LimitReader(io.NewSectionReader(readerAt{ctx, r}, 0, maxNamespaceFile+1), maxNamespaceFile+1))
+	if err == nil && len(b) > maxNamespaceFile {
+		err = vfs.Error("write", h.n.path, syscall.EFBIG)
+	}
+	return b, err
+}
+
+// readerAt is a vfs.Handle as an io.ReaderAt.
+type readerAt struct {
+	ctx context.Context
+	h   vfs.Handle
+}
+
+func (r readerAt) ReadAt(p []byte, off int64) (int, error) {
+	n, err := r.h.ReadAt(r.ctx, p, off)
+	if err == nil && n < len(p) {
+		err = io.EOF
+	}
+	return n, err
+}
+
+// splice is cur with p written at off (zeros in any gap, as a file has).
+func splice(cur, p []byte, off int64) []byte {
+	end := off + int64(len(p))
+	out := make([]byte, max(int64(len(cur)), end))
+	copy(out, cur)
+	copy(out[off:], p)
+	return out
+}
+
+// checkNamespace checks the complete lines of text: a last line without
+// its newline may still be being written.
+func checkNamespace(text []byte) error {
+	s := string(text)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[:i+1]
+	} else {
+		s = ""
+	}
+	_, err := parseNamespace(s)
+	return err
+}
