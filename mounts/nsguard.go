@@ -2,7 +2,6 @@ package mounts
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -69,25 +68,7 @@ func (h *nsHandle) current(ctx context.Context) ([]byte, error) {
 		return nil, err
 	}
 	defer r.Close()
-	b, err := io.ReadAll(io.LimitReader(io.NewSectionReader(readerAt{ctx, r}, 0, maxNamespaceFile+1), maxNamespaceFile+1))
-	if err == nil && len(b) > maxNamespaceFile {
-		err = vfs.Error("write", h.n.path, syscall.EFBIG)
-	}
-	return b, err
-}
-
-// readerAt is a vfs.Handle as an io.ReaderAt.
-type readerAt struct {
-	ctx context.Context
-	h   vfs.Handle
-}
-
-func (r readerAt) ReadAt(p []byte, off int64) (int, error) {
-	n, err := r.h.ReadAt(r.ctx, p, off)
-	if err == nil && n < len(p) {
-		err = io.EOF
-	}
-	return n, err
+	return vfs.ReadAll(ctx, r, maxNamespaceFile)
 }
 
 // splice is cur with p written at off (zeros in any gap, as a file has).

@@ -16,9 +16,8 @@ import (
 // watchState is the table's subscribers and its subscriptions to the
 // backends that watch themselves.
 type watchState struct {
+	feed  vfs.Feed
 	mu    sync.Mutex
-	subs  map[int]func([]vfs.Change)
-	next  int
 	stops map[*mount]func()
 }
 
@@ -28,17 +27,7 @@ func (n *node) Watch(fn func([]vfs.Change)) (stop func()) { return n.t.Watch(fn)
 // Watch reports changes anywhere in the composed tree. The backends are
 // watched only while someone subscribes.
 func (t *Table) Watch(fn func([]vfs.Change)) (stop func()) {
-	w := &t.watch
-	w.mu.Lock()
-	if w.subs == nil {
-		w.subs = map[int]func([]vfs.Change){}
-		w.stops = map[*mount]func(){}
-	}
-	id := w.next
-	w.next++
-	w.subs[id] = fn
-	first := len(w.subs) == 1
-	w.mu.Unlock()
+	id, first := t.watch.feed.Add(fn)
 	if first {
 		for _, m := range t.allMounts() {
 			t.watchMount(m)
@@ -49,14 +38,14 @@ func (t *Table) Watch(fn func([]vfs.Change)) (stop func()) {
 
 func (t *Table) unsubscribe(id int) {
 	w := &t.watch
+	if !w.feed.Remove(id) {
+		return
+	}
 	w.mu.Lock()
-	delete(w.subs, id)
 	var stops []func()
-	if len(w.subs) == 0 {
-		for m, stop := range w.stops {
-			stops = append(stops, stop)
-			delete(w.stops, m)
-		}
+	for m, stop := range w.stops {
+		stops = append(stops, stop)
+		delete(w.stops, m)
 	}
 	w.mu.Unlock()
 	for _, stop := range stops {
@@ -85,8 +74,11 @@ func (t *Table) watchMount(m *mount) {
 	w := &t.watch
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if len(w.subs) == 0 || w.stops[m] != nil {
+	if !w.feed.Active() || w.stops[m] != nil {
 		return
+	}
+	if w.stops == nil {
+		w.stops = map[*mount]func(){}
 	}
 	w.stops[m] = backend.Watch(func(cs []vfs.Change) { t.relay(m, cs) })
 }
@@ -128,20 +120,7 @@ func (t *Table) relay(m *mount, cs []vfs.Change) {
 			cs[i].Attr = m.foldAttr(cs[i].Attr)
 		}
 	}
-	t.deliver(cs)
-}
-
-func (t *Table) deliver(cs []vfs.Change) {
-	w := &t.watch
-	w.mu.Lock()
-	subs := make([]func([]vfs.Change), 0, len(w.subs))
-	for _, fn := range w.subs {
-		subs = append(subs, fn)
-	}
-	w.mu.Unlock()
-	for _, fn := range subs {
-		fn(append([]vfs.Change(nil), cs...))
-	}
+	t.watch.feed.Send(cs)
 }
 
 // remounted follows a change of the mount at p: the old mount's backend
@@ -157,10 +136,7 @@ func (t *Table) remounted(p string, old, new *mount) {
 	if p == "/" {
 		return
 	}
-	t.watch.mu.Lock()
-	watched := len(t.watch.subs) > 0
-	t.watch.mu.Unlock()
-	if !watched {
+	if !t.watch.feed.Active() {
 		return
 	}
 	ctx := context.Background()
@@ -176,7 +152,7 @@ func (t *Table) remounted(p string, old, new *mount) {
 	if child, err := dir.Lookup(ctx, c.Name); err == nil {
 		c.Attr, _ = child.Attr(ctx)
 	}
-	t.deliver([]vfs.Change{c})
+	t.watch.feed.Send([]vfs.Change{c})
 }
 
 // foldAttr is a backend's Attr in the namespace's inode numbers.

@@ -297,3 +297,28 @@ func ReadDirDots(ctx context.Context, dr DirReader, off uint64) ([]DirEntry, err
 	}
 	return out, err
 }
+
+// ReadAll reads the open file h from its start to its end, at most limit
+// bytes: a longer file fails with EFBIG.
+func ReadAll(ctx context.Context, h Handle, limit int64) ([]byte, error) {
+	b, err := io.ReadAll(io.NewSectionReader(handleReader{ctx, h}, 0, limit+1))
+	if err == nil && int64(len(b)) > limit {
+		err = Error("read", "", syscall.EFBIG)
+	}
+	return b, err
+}
+
+// handleReader is an open file as an io.ReaderAt. A read may come back
+// short (a 9P reply is bounded by its msize); only nothing read is the end.
+type handleReader struct {
+	ctx context.Context
+	h   Handle
+}
+
+func (r handleReader) ReadAt(p []byte, off int64) (int, error) {
+	n, err := r.h.ReadAt(r.ctx, p, off)
+	if err == nil && n == 0 && len(p) > 0 {
+		err = io.EOF
+	}
+	return n, err
+}

@@ -1,5 +1,7 @@
 package vfs
 
+import "sync"
+
 // Change is something that changed in a tree without passing through its
 // edges: another program wrote in a host directory a disk tree serves, or
 // the namespace gained or lost a mount. An edge that lets its clients
@@ -26,4 +28,57 @@ type Change struct {
 // tell a kernel to drop a cache, which waits for requests in flight.
 type Watcher interface {
 	Watch(fn func([]Change)) (stop func())
+}
+
+// Feed is a Watcher's list of subscribers: it hands each batch of changes
+// to every one of them, each its own copy (a subscriber may rewrite it).
+// The zero value is ready to use.
+type Feed struct {
+	mu   sync.Mutex
+	subs map[int]func([]Change)
+	next int
+}
+
+// Add subscribes fn and says whether it is the only subscriber now.
+func (f *Feed) Add(fn func([]Change)) (id int, first bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.subs == nil {
+		f.subs = map[int]func([]Change){}
+	}
+	id = f.next
+	f.next++
+	f.subs[id] = fn
+	return id, len(f.subs) == 1
+}
+
+// Remove ends the subscription id and says whether it was the last.
+func (f *Feed) Remove(id int) (last bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.subs, id)
+	return len(f.subs) == 0
+}
+
+// Active says whether anyone subscribes.
+func (f *Feed) Active() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.subs) > 0
+}
+
+// Send hands cs to every subscriber, outside the feed's lock.
+func (f *Feed) Send(cs []Change) {
+	if len(cs) == 0 {
+		return
+	}
+	f.mu.Lock()
+	subs := make([]func([]Change), 0, len(f.subs))
+	for _, fn := range f.subs {
+		subs = append(subs, fn)
+	}
+	f.mu.Unlock()
+	for _, fn := range subs {
+		fn(append([]Change(nil), cs...))
+	}
 }

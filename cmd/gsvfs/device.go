@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -200,19 +199,11 @@ func readNode(ctx context.Context, dir vfs.Node, name string) ([]byte, error) {
 		return nil, err
 	}
 	defer h.Close()
-	var out []byte
-	buf := make([]byte, 8192)
-	for {
-		k, err := h.ReadAt(ctx, buf, int64(len(out)))
-		out = append(out, buf[:k]...)
-		if err == io.EOF || err == nil && k == 0 {
-			return out, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
+	return vfs.ReadAll(ctx, h, maxDescriptor)
 }
+
+// maxDescriptor bounds a device's descriptor file as the command reads it.
+const maxDescriptor = 1 << 20
 
 func deviceAddCommand(rootDir func() (string, error)) *cobra.Command {
 	var addr string

@@ -50,9 +50,9 @@ type treeWatch struct {
 	// place adds a watch (w.Add; a test's stand-in runs out of room).
 	place func(path string) error
 
-	mu   sync.Mutex
-	subs map[int]func([]vfs.Change)
-	next int
+	feed vfs.Feed
+
+	mu sync.Mutex
 	// dirs are the watched directories by the path their watch was added
 	// with, the name fsnotify reports their events under; paths is the
 	// reverse.
@@ -98,22 +98,14 @@ func (f *FS) subscribe(fn func([]vfs.Change)) func() {
 			return func() {}
 		}
 	}
-	tw.mu.Lock()
-	id := tw.next
-	tw.next++
-	tw.subs[id] = fn
-	tw.mu.Unlock()
+	id, _ := tw.feed.Add(fn)
 	return sync.OnceFunc(func() { f.unsubscribe(tw, id) })
 }
 
 func (f *FS) unsubscribe(tw *treeWatch, id int) {
 	f.watchMu.Lock()
 	defer f.watchMu.Unlock()
-	tw.mu.Lock()
-	delete(tw.subs, id)
-	last := len(tw.subs) == 0
-	tw.mu.Unlock()
-	if last {
+	if tw.feed.Remove(id) {
 		f.watch.Store(nil)
 		tw.close()
 	}
@@ -121,16 +113,10 @@ func (f *FS) unsubscribe(tw *treeWatch, id int) {
 
 // dirName is the host path of the tree's root, for messages.
 func (f *FS) dirName() string {
-	fd, err := f.root.hold()
-	if err != nil {
-		return "?"
+	if p, ok := f.root.hostPath(); ok {
+		return p
 	}
-	defer f.root.unhold()
-	p, err := os.Readlink(fdPath(fd))
-	if err != nil {
-		return "?"
-	}
-	return p
+	return "?"
 }
 
 func (f *FS) startWatch() (*treeWatch, error) {
@@ -139,8 +125,8 @@ func (f *FS) startWatch() (*treeWatch, error) {
 		return nil, err
 	}
 	tw := &treeWatch{fs: f, w: w, done: make(chan struct{}), place: w.Add,
-		log:  vfs.NewRateLog(slog.Default(), 10*time.Second),
-		subs: map[int]func([]vfs.Change){}, dirs: map[string]weak.Pointer[node]{},
+		log:   vfs.NewRateLog(slog.Default(), 10*time.Second),
+		dirs:  map[string]weak.Pointer[node]{},
 		paths: map[weak.Pointer[node]]string{}}
 	f.watch.Store(tw)
 	go tw.run()
@@ -303,7 +289,7 @@ func (tw *treeWatch) run() {
 			tw.log.Warn("inotify-error", "watch fell behind: the kernel's caches of the tree are dropped", "err", err)
 		case <-flush:
 			flush = nil
-			tw.deliver(tw.changes(pending, lost))
+			tw.feed.Send(tw.changes(pending, lost))
 			clear(pending)
 			lost = false
 			continue
@@ -402,20 +388,4 @@ func (tw *treeWatch) changes(pending map[changeKey]bool, lost bool) []vfs.Change
 		cs = append(cs, c)
 	}
 	return cs
-}
-
-// deliver hands a batch to every subscriber, each its own copy.
-func (tw *treeWatch) deliver(cs []vfs.Change) {
-	if len(cs) == 0 {
-		return
-	}
-	tw.mu.Lock()
-	subs := make([]func([]vfs.Change), 0, len(tw.subs))
-	for _, fn := range tw.subs {
-		subs = append(subs, fn)
-	}
-	tw.mu.Unlock()
-	for _, fn := range subs {
-		fn(append([]vfs.Change(nil), cs...))
-	}
 }

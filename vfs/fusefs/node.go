@@ -139,7 +139,7 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*go
 		// mount (a /proc session, a command record) and must be found
 		// at once: a miss with a timeout set goes back as an error,
 		// which the kernel does not remember.
-		if errno != syscall.ENOENT || !n.w.watched.Load() || !n.srv.watch.on.Load() || !n.noteAbsent(name) {
+		if errno != syscall.ENOENT || !n.w.watched.Load() || !n.srv.watch.on.Load() || !n.noteAbsent(name, false) {
 			out.SetEntryTimeout(time.Nanosecond)
 		}
 		return nil, errno
@@ -395,7 +395,7 @@ func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 // removed records a name the mount took away (errno 0) and passes errno on.
 func (n *node) removed(name string, errno syscall.Errno) syscall.Errno {
 	if errno == 0 {
-		n.noteRemoved(name)
+		n.noteAbsent(name, true)
 	}
 	return errno
 }
@@ -423,7 +423,7 @@ func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 	if flags&renameExchange != 0 {
 		n.notePresent(name)
 	} else {
-		n.noteRemoved(name)
+		n.noteAbsent(name, true)
 	}
 	return 0
 }

@@ -87,6 +87,7 @@ func New(dir string, root vfs.Node, opts Options) (*Mount, error) {
 	}
 	rootNode := &node{vn: root, srv: srv, volatile: a.Volatile}
 	rootNode.noteAttr(a, true)
+	srv.willWatch(root)
 	srv.track(a.Ino, rootNode)
 	goLog := slog.NewLogLogger(opts.Log.Handler(), slog.LevelDebug)
 	mo := &gofs.Options{

@@ -31,9 +31,12 @@ const notifyQueue = 256
 
 // watchState is what a mount knows to turn changes into invalidations.
 type watchState struct {
-	// inodes finds the kernel's inodes by inode number.
-	mu     sync.Mutex
-	inodes map[uint64][]weak.Pointer[node]
+	// tracking: the tree reports its changes and the mount listens, so
+	// inodes finds the kernel's inodes by inode number. Fixed before the
+	// mount is made.
+	tracking bool
+	mu       sync.Mutex
+	inodes   map[uint64][]weak.Pointer[node]
 
 	negatives atomic.Int64 // misses recorded, across the mount
 	queue     chan []vfs.Change
@@ -87,12 +90,19 @@ func (m *Mount) WatchStats() WatchStats {
 	return WatchStats{Watching: w.on.Load(), Entries: w.droppedEntries.Load(), Inodes: w.droppedInodes.Load(), Lost: w.lost.Load()}
 }
 
-// startWatch subscribes the mount to root's changes, if it reports them.
+// willWatch decides, before the mount is made, whether it will listen
+// to root's changes: its inode table must see every node the kernel gets.
+func (s *server) willWatch(root vfs.Node) {
+	_, ok := root.(vfs.Watcher)
+	s.watch.tracking = ok && !s.opts.NoWatch
+}
+
+// startWatch subscribes the mount to root's changes, once it is made.
 func (s *server) startWatch(root vfs.Node) {
-	w, ok := root.(vfs.Watcher)
-	if !ok || s.opts.NoWatch {
+	if !s.watch.tracking {
 		return
 	}
+	w := root.(vfs.Watcher)
 	s.watch.queue = make(chan []vfs.Change, notifyQueue)
 	s.watch.done = make(chan struct{})
 	go s.notifier()
@@ -222,14 +232,17 @@ func (n *node) noteAttr(a vfs.Attr, own bool) {
 }
 
 // noteAbsent records that the kernel may cache name as missing, and says
-// whether it may (the mount's records have room).
-func (n *node) noteAbsent(name string) bool {
+// whether it may: the mount's records have room. A name the mount removed
+// or renamed is recorded whatever the bound (always is set), since the
+// kernel may keep a negative entry for it as long as it kept the positive
+// one.
+func (n *node) noteAbsent(name string, always bool) bool {
 	n.w.mu.Lock()
 	defer n.w.mu.Unlock()
 	if _, ok := n.w.absent[name]; ok {
 		return true
 	}
-	if n.srv.watch.negatives.Add(1) > maxNegatives {
+	if n.srv.watch.negatives.Add(1) > maxNegatives && !always {
 		n.srv.watch.negatives.Add(-1)
 		return false
 	}
@@ -238,22 +251,6 @@ func (n *node) noteAbsent(name string) bool {
 	}
 	n.w.absent[name] = struct{}{}
 	return true
-}
-
-// noteRemoved records that the mount removed or renamed name: the kernel
-// may keep a negative entry for it as long as it kept the positive one,
-// so the name is recorded missing whatever the bound.
-func (n *node) noteRemoved(name string) {
-	n.w.mu.Lock()
-	defer n.w.mu.Unlock()
-	if _, ok := n.w.absent[name]; ok {
-		return
-	}
-	if n.w.absent == nil {
-		n.w.absent = map[string]struct{}{}
-	}
-	n.w.absent[name] = struct{}{}
-	n.srv.watch.negatives.Add(1)
 }
 
 // notePresent records that the kernel holds name positively now.
@@ -300,37 +297,46 @@ func (s *server) dropAll() {
 
 // track records that n is the kernel's inode for ino (or one candidate:
 // go-fuse may keep another node for the same number, which then stays
-// unreachable and is collected).
+// unreachable and is collected). Only a mount that watches its tree
+// keeps the table.
 func (s *server) track(ino uint64, n *node) {
+	if !s.watch.tracking {
+		return
+	}
 	s.watch.mu.Lock()
 	defer s.watch.mu.Unlock()
 	if s.watch.inodes == nil {
 		s.watch.inodes = map[uint64][]weak.Pointer[node]{}
 	}
-	list := s.watch.inodes[ino][:0:0]
-	for _, wp := range s.watch.inodes[ino] {
+	list := s.watch.inodes[ino]
+	kept := list[:0] // live copies it, never this slice
+	for _, wp := range list {
 		if wp.Value() != nil {
-			list = append(list, wp)
+			kept = append(kept, wp)
 		}
 	}
-	s.watch.inodes[ino] = append(list, weak.Make(n))
+	s.watch.inodes[ino] = append(kept, weak.Make(n))
 }
 
 // untrack forgets n, which the kernel forgot.
 func (s *server) untrack(ino uint64, n *node) {
+	if !s.watch.tracking {
+		return
+	}
 	wn := weak.Make(n)
 	s.watch.mu.Lock()
 	defer s.watch.mu.Unlock()
-	list := s.watch.inodes[ino][:0:0]
-	for _, wp := range s.watch.inodes[ino] {
+	list := s.watch.inodes[ino]
+	kept := list[:0]
+	for _, wp := range list {
 		if wp != wn && wp.Value() != nil {
-			list = append(list, wp)
+			kept = append(kept, wp)
 		}
 	}
-	if len(list) == 0 {
+	if len(kept) == 0 {
 		delete(s.watch.inodes, ino)
 	} else {
-		s.watch.inodes[ino] = list
+		s.watch.inodes[ino] = kept
 	}
 	n.dropAbsent()
 }
