@@ -124,6 +124,10 @@ func (w *configWriter) applyLocked() error {
 	return nil
 }
 
+// Flush applies a value written without a newline when its writer closes
+// the file, so close(2) returns the refusal (vfs.Flusher).
+func (w *configWriter) Flush(context.Context) error { return w.Close() }
+
 // Close applies a value written without a newline.
 func (w *configWriter) Close() error {
 	w.mu.Lock()

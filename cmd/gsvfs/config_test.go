@@ -57,3 +57,25 @@ func TestSysConfig(t *testing.T) {
 		t.Errorf("session-retention after a restart: %q, want 7m0s", b)
 	}
 }
+
+// A value written without a newline is applied when its writer closes the
+// file, and close(2) says when it was refused.
+func TestSysConfigValueAtClose(t *testing.T) {
+	d := startMount(t)
+	f, err := os.OpenFile(filepath.Join(d.Mnt, "sys/config/max-sessions"), os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("many"); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	if err := f.Close(); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("close after a bad value without a newline: %v, want EINVAL", err)
+	}
+	if err := os.WriteFile(filepath.Join(d.Mnt, "sys/config/max-sessions"), []byte("7"), 0o644); err != nil {
+		t.Errorf("a good value without a newline: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(d.Mnt, "sys/config/max-sessions")); string(b) != "7\n" {
+		t.Errorf("max-sessions reads %q, want 7", b)
+	}
+}
