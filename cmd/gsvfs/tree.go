@@ -202,11 +202,11 @@ func bindHostDirs(t *mounts.Table, binds []string) error {
 		if !ok || !filepath.IsAbs(host) || !path.IsAbs(at) || path.Clean(at) != at || at == "/" {
 			return fmt.Errorf("--bind %q: want HOSTDIR:PATH, both absolute, such as /home/me/src:/workspaces/src", b)
 		}
-		d, err := diskfs.New(host)
+		d, err := hostTree(host)
 		if err != nil {
 			return fmt.Errorf("--bind %s: %w", b, err)
 		}
-		if err := t.MountAs(at, d.Root(), "disk "+host); err != nil {
+		if err := t.MountAs(at, d, "disk "+host); err != nil {
 			return err
 		}
 	}
