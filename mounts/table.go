@@ -45,6 +45,7 @@ type Table struct {
 	ns        nsState
 	watch     watchState
 	nsFile    string // the namespace file's path, its writes checked
+	hooks     changeHooks
 }
 
 // mount is one backend served at a path.

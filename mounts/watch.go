@@ -127,6 +127,7 @@ func (t *Table) relay(m *mount, cs []vfs.Change) {
 // is no longer watched, the new one's is, and watchers learn that the
 // entry of p changed.
 func (t *Table) remounted(p string, old, new *mount) {
+	defer t.hooks.call()
 	if old != nil {
 		t.unwatchMount(old)
 	}

@@ -144,6 +144,15 @@ type TempCreator interface {
 	CreateTemp(ctx context.Context, flags int, mode uint32) (Node, Handle, error)
 }
 
+// HostDirer is a tree that is a directory of the host's own file system
+// served as it is, with nothing made up inside it. An edge may hand such a
+// tree to the host's kernel (a bind mount over its place) instead of
+// serving each request itself. HostDir reports the directory's current
+// host path; ok is false for any node but the tree's root.
+type HostDirer interface {
+	HostDir() (dir string, ok bool)
+}
+
 // Flusher is a handle with something to finish when a descriptor of it is
 // closed, such as a last ctl line that has no newline. The edges call
 // Flush at every close(2) (FUSE's FLUSH), so it may run more than once and

@@ -30,6 +30,7 @@ type mountFlags struct {
 	foreground    bool
 	noPassthrough bool
 	noWatch       bool
+	kernelBinds   bool
 	maxOpenUser   int64
 	debugFuse     bool
 	cpuProfile    string
@@ -55,6 +56,9 @@ over its 9P socket; --server mounts the tree of any gsvfs 9P server.`,
 			if err := f.sessions.check(cmd); err != nil {
 				return err
 			}
+			if err := f.checkKernelBinds(); err != nil {
+				return err
+			}
 			if f.root == "" {
 				f.root = defaultRoot()
 			}
@@ -70,6 +74,7 @@ over its 9P socket; --server mounts the tree of any gsvfs 9P server.`,
 	cmd.Flags().BoolVar(&f.foreground, "foreground", false, "stay attached and log to stderr")
 	cmd.Flags().BoolVar(&f.noPassthrough, "no-passthrough", false, "move file data through the daemon even where the kernel offers passthrough")
 	cmd.Flags().BoolVar(&f.noWatch, "no-watch", false, "do not watch the state directory for changes made outside gsvfs; the kernel then trusts what it caches of stored files for one second only")
+	cmd.Flags().BoolVar(&f.kernelBinds, "kernel-binds", false, "let the kernel serve the disk trees (/home, /workspaces, --bind directories) itself, with bind mounts over their places: native speed for everything in them; needs root (see gsvfs-mount(1) for what it changes)")
 	cmd.Flags().Int64Var(&f.maxOpenUser, "max-open-per-user", 0, "files and directories one user other than root may hold open (default a quarter of the descriptor limit)")
 	cmd.Flags().BoolVar(&f.debugFuse, "debug-fuse", false, "log every FUSE request")
 	cmd.Flags().MarkHidden("debug-fuse")
@@ -126,6 +131,10 @@ func serveMount(stdout io.Writer, f mountFlags, mountpoint string) (err error) {
 	})
 	if err != nil {
 		return err
+	}
+	if f.kernelBinds {
+		stop := keepKernelBinds(m, src.table)
+		defer stop()
 	}
 	if src.edges != nil {
 		src.edges.addStats("fuse "+mountpoint, func() sysfs.Edge {
@@ -267,6 +276,9 @@ func daemonArgs(f mountFlags, root, mountpoint string) []string {
 	}
 	if f.noWatch {
 		args = append(args, "--no-watch")
+	}
+	if f.kernelBinds {
+		args = append(args, "--kernel-binds")
 	}
 	if f.maxOpenUser != 0 {
 		args = append(args, "--max-open-per-user", strconv.FormatInt(f.maxOpenUser, 10))

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"log/slog"
 	"strconv"
 	"strings"
 
+	"github.com/gsvfs/gsvfs/mounts"
 	"github.com/gsvfs/gsvfs/sysfs"
 	"github.com/gsvfs/gsvfs/vfs"
 	"github.com/gsvfs/gsvfs/vfs/ninep"
@@ -19,6 +21,8 @@ type source struct {
 	close func()
 	// edges lists a local tree's edges in its /sys/stats; nil if remote.
 	edges *edgeList
+	// table is a local tree's mount table; nil if remote.
+	table *mounts.Table
 }
 
 // openSource picks the tree for a mount: --server's, else the running
@@ -38,6 +42,9 @@ func openSource(f mountFlags) (*source, error) {
 	}
 	sock := defaultSocket(root)
 	if serverAnswers(sock) {
+		if f.kernelBinds {
+			return nil, fmt.Errorf("--kernel-binds: a daemon already serves %s (socket %s); the mount that serves the state directory lays the binds, so unmount the others first or mount without it", root, sock.Addr)
+		}
 		slog.Info("a daemon already serves the state directory; attaching to it", "socket", sock.Addr)
 		return remoteSource(sock)
 	}
@@ -46,12 +53,13 @@ func openSource(f mountFlags) (*source, error) {
 			fact("root", root), fact("device", defaultDevice),
 			fact("passthrough", strconv.FormatBool(!f.noPassthrough)),
 			fact("watch", strconv.FormatBool(!f.noWatch)),
+			fact("kernel-binds", strconv.FormatBool(f.kernelBinds)),
 			fact("max-open-per-user", strconv.FormatInt(f.maxOpenUser, 10)),
 		}})
 	if err != nil {
 		return nil, err
 	}
-	src := &source{tree: tree.root, name: root, close: tree.close, edges: tree.edges}
+	src := &source{tree: tree.root, name: root, close: tree.close, edges: tree.edges, table: tree.table}
 	srv, where, err := startNinep(tree.root, []ninep.Address{sock})
 	if err != nil {
 		// The mount works without it; only attaching more mounts does not.

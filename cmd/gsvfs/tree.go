@@ -109,6 +109,8 @@ type treeOptions struct {
 // tree is the namespace a daemon serves, and how to end it.
 type tree struct {
 	root vfs.Node
+	// table is the mount table behind root.
+	table *mounts.Table
 	// export is what the daemon serves to a gateway it joins: root less
 	// the refused paths.
 	export vfs.Node
@@ -191,7 +193,7 @@ func buildTree(root string, o treeOptions) (*tree, error) {
 	go watchNamespace(ctx, t, filepath.Join(root, "etc", "namespace"))
 	stop := make(chan struct{})
 	go reapSessions(proc, stop)
-	return &tree{root: t.Root(), export: export, gateway: gw, caps: caps, edges: edges, close: sync.OnceFunc(func() { cancel(); gw.Close(); close(stop); mgr.Close() })}, nil
+	return &tree{root: t.Root(), table: t, export: export, gateway: gw, caps: caps, edges: edges, close: sync.OnceFunc(func() { cancel(); gw.Close(); close(stop); mgr.Close() })}, nil
 }
 
 // bindHostDirs serves each HOSTDIR:PATH of binds as a disk tree at PATH,

@@ -3,6 +3,7 @@ package diskfs
 import (
 	"context"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
@@ -548,4 +549,20 @@ func (n *node) StatFS(context.Context) (vfs.StatFS, error) {
 		Blocks: st.Blocks, Bfree: st.Bfree, Bavail: st.Bavail,
 		Files: st.Files, Ffree: st.Ffree, NameLen: uint32(st.Namelen),
 	}, nil
+}
+
+// HostDir reports where the tree's root is on the host now: the path its
+// descriptor leads to, which follows the directory if it was renamed.
+func (n *node) HostDir() (string, bool) {
+	if n != n.fs.root {
+		return "", false
+	}
+	var dir string
+	err := n.do(func(l loc) error {
+		var err error
+		dir, err = os.Readlink(fdPath(l.fd))
+		return err
+	})
+	// A removed root reads "DIR (deleted)": nothing to hand over.
+	return dir, err == nil && !strings.HasSuffix(dir, " (deleted)")
 }

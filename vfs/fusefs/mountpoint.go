@@ -74,6 +74,17 @@ func Unmount(dir string) error {
 	if typ != fsType {
 		return fmt.Errorf("%s is a %s mount, not gsvfs", dir, typ)
 	}
+	if os.Geteuid() == 0 {
+		// Kernel binds laid over the mount (gsvfs mount --kernel-binds)
+		// hold it busy until they go.
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return err
+		}
+		if err := unmountBelow(abs); err != nil {
+			return err
+		}
+	}
 	return detach(dir, false)
 }
 

@@ -60,9 +60,10 @@ type server struct {
 
 // Mount is a live FUSE mount of a vfs tree.
 type Mount struct {
-	Dir string
-	fs  *fuse.Server
-	srv *server
+	Dir   string
+	fs    *fuse.Server
+	srv   *server
+	binds kernelBinds
 }
 
 // New mounts root at dir and returns once the kernel has the mount.
@@ -182,5 +183,9 @@ func (m *Mount) Wait() {
 	m.srv.stopWatch()
 }
 
-// Unmount detaches the mount; it fails while files on it are open.
-func (m *Mount) Unmount() error { return m.fs.Unmount() }
+// Unmount detaches the mount, and first any kernel binds laid over it; it
+// fails while files on it are open.
+func (m *Mount) Unmount() error {
+	m.dropKernelBinds()
+	return m.fs.Unmount()
+}
