@@ -7,6 +7,8 @@
 #
 #   native       a plain directory
 #   gsvfs        `gsvfs mount --root STATE MNT`, the workload in MNT/workspaces/
+#   gsvfs kernel-binds  the same with --kernel-binds: the kernel serves
+#                /workspaces itself (metadata workloads only; root only)
 #   gsvfs no-pt  the same with --no-passthrough (data workloads only)
 #   loopback     go-fuse's example/loopback on a plain directory, the
 #                reference (it hands files to kernel passthrough by itself
@@ -15,8 +17,15 @@
 # Workloads, each run BENCH_RUNS times, the median reported: sequential write
 # and cold sequential read of one file (dd, 1 MiB blocks), 4 KiB O_DIRECT
 # random reads (fio), create+stat+unlink of many files in one directory
-# (bench/metaops), tar x of Go's source tree and rm -rf of it, and git
-# init/add/commit/status on a generated tree of small files.
+# (bench/metaops), tar x of Go's source tree and rm -rf of it, git
+# init/add/commit/status on a generated tree of small files, and ls -lR
+# and git status of a warm tree (read before, as an agent rereads its
+# repository). For tar x it also reports the daemons' CPU time per entry
+# and, from one more untimed run under strace -c, their system calls per
+# entry and per FUSE request (a reply is one writev), so regressions show.
+#
+# The work directory is a loop-mounted ext4 of its own (lib.sh,
+# loop_disk, says why); BENCH_FS=host measures on BENCH_TMP as it is.
 #
 # Prints an aligned table with ratios to native and the targets gsvfs must
 # hit, PASS or MISS, and writes the same table as markdown to $BENCH_OUT
@@ -27,7 +36,8 @@
 #   BENCH_RUNS=3          runs per workload and target (median reported)
 #   BENCH_SIZE_MB=1024    size of the dd/fio file in MiB
 #   BENCH_QUICK=1         smoke run: 256 MiB, 2,000 files, 1 run, tar of
-#                         src/net only, 3 s of fio (explicit settings win)
+#                         src/net only, 3 s of fio, a warm tree of 2,000
+#                         files (explicit settings win)
 #   BENCH_FILES=10000     files for create/stat/unlink
 #   BENCH_FIO_RUNTIME=10  seconds of each fio run
 #   BENCH_OUT=FILE        also write the table as markdown to FILE
@@ -48,6 +58,8 @@ if [[ $quick == 1 ]]; then
 	GIT_DIRS=20
 	TAR_WHAT=src/net
 	FIO_RUNTIME=${BENCH_FIO_RUNTIME:-3}
+	WARM_FILES=2000
+	WARM_DIRS=20
 else
 	RUNS=${BENCH_RUNS:-3}
 	SIZE_MB=${BENCH_SIZE_MB:-1024}
@@ -56,6 +68,8 @@ else
 	GIT_DIRS=50
 	TAR_WHAT=src
 	FIO_RUNTIME=${BENCH_FIO_RUNTIME:-10}
+	WARM_FILES=10000
+	WARM_DIRS=100
 fi
 need_counts RUNS SIZE_MB NFILES FIO_RUNTIME
 
@@ -72,14 +86,18 @@ lb_pid=
 MOUNTED=()           # mount points this script mounted, in order
 declare -A DAEMON    # mount point -> pid of the process serving it
 declare -A DIR       # target -> directory the workloads run in
+declare -A MNT       # target -> its mount point (FUSE targets)
 declare -A STATELOG  # target -> daemon log to scan for errors
 
-TARGETS=(native gsvfs nopt loopback)
-declare -A TLABEL=([native]=native [gsvfs]=gsvfs [nopt]="gsvfs no-pt" [loopback]=loopback)
+TARGETS=(native gsvfs kb nopt loopback)
+declare -A TLABEL=([native]=native [gsvfs]=gsvfs [kb]="gsvfs kernel-binds" [nopt]="gsvfs no-pt" [loopback]=loopback)
 
 # Workloads in table order: label, unit, kind (thr: more is better; time:
-# less is better), target ratio (empty: none) and whether gsvfs no-pt runs it.
-WORKLOADS=(seqwrite smallwrite seqread randread meta meta_create meta_stat meta_unlink tarx rmrf git)
+# less is better), target ratio (empty: none) and whether it moves data (1:
+# gsvfs no-pt runs it, gsvfs kernel-binds does not). The goals of issue 11
+# also ask gsvfs to take at most half loopback's time (LB_GOAL).
+WORKLOADS=(seqwrite smallwrite seqread randread meta meta_create meta_stat meta_unlink tarx tarcpu sysent sysreq rmrf git lsr gitstatus)
+LB_GOAL=2
 declare -A WLABEL WUNIT WKIND WGOAL WDATA
 defwl() { WLABEL[$1]=$2 WUNIT[$1]=$3 WKIND[$1]=$4 WGOAL[$1]=$5 WDATA[$1]=$6; }
 files_label=$(count_label "$NFILES")
@@ -90,13 +108,19 @@ defwl seqwrite "seq write $size_label (dd fsync)" "MB/s" thr 0.90 1
 defwl smallwrite "4 KiB writes, 256 MiB (dd bs=4k)" "MB/s" thr "" 1
 defwl seqread "cold seq read $size_label (dd)" "MB/s" thr 0.95 1
 defwl randread "4 KiB O_DIRECT rand read (fio)" "IOPS" thr 0.90 1
-defwl meta "create+stat+unlink $files_label files" "s" time 5 0
+defwl meta "create+stat+unlink $files_label files" "s" time 3 0
 defwl meta_create "  create+close" "s" time "" 0
 defwl meta_stat "  lstat" "s" time "" 0
 defwl meta_unlink "  unlink" "s" time "" 0
-defwl tarx "tar x go/$TAR_WHAT" "s" time 6 0
-defwl rmrf "rm -rf go/$TAR_WHAT" "s" time "" 0
+defwl tarx "tar x go/$TAR_WHAT" "s" time 4 0
+defwl tarcpu "  daemon CPU per entry" "us" time "" 0
+defwl sysent "  daemon syscalls per entry" "calls" time "" 0
+defwl sysreq "  daemon syscalls per FUSE request" "calls" time "" 0
+defwl rmrf "rm -rf go/$TAR_WHAT" "s" time 2 0
 defwl git "git init+add+commit+status ${git_label}" "s" time 3 0
+warm_label=$(count_label "$WARM_FILES")
+defwl lsr "ls -lR, warm, $warm_label files" "s" time 1.5 0
+defwl gitstatus "git status, warm, $warm_label files" "s" time 1.5 0
 
 # ---------------------------------------------------------------- helpers
 
@@ -242,14 +266,29 @@ run_meta() {
 	done
 }
 
+# daemon_cpu TARGET: the CPU time, in clock ticks, of the process serving
+# TARGET so far; nothing for native.
+daemon_cpu() {
+	[[ -n ${MNT[$1]-} ]] || return 0
+	local pid=${DAEMON[${MNT[$1]}]-}
+	[[ -n $pid && -r /proc/$pid/stat ]] || return 0
+	awk '{ print $14 + $15 }' "/proc/$pid/stat"
+}
+
 run_tar() {
-	local d=${DIR[$1]}/tar.$2 t0 t1
+	local d=${DIR[$1]}/tar.$2 t0 t1 c0 c1
 	rm -rf "$d" && mkdir "$d" || return 1
 	sync
+	c0=$(daemon_cpu "$1")
 	t0=$EPOCHREALTIME
 	tar -xf "$work/src.tar" -C "$d" || return 1
 	t1=$EPOCHREALTIME
+	c1=$(daemon_cpu "$1")
 	record tarx "$1" "$(sub "$t0" "$t1")"
+	if [[ -n $c0 && -n $c1 ]]; then
+		record tarcpu "$1" "$(awk -v a="$c0" -v b="$c1" -v hz="$(getconf CLK_TCK)" -v n="$tar_entries" \
+			'BEGIN { printf "%.1f", (b - a) / hz * 1e6 / n }')"
+	fi
 	sync
 	t0=$EPOCHREALTIME
 	if ! rm -rf "$d"; then
@@ -279,6 +318,61 @@ run_git() {
 	rm -rf "$d" || return 1
 }
 
+# warm_tree TARGET: the warm tree of TARGET, made (a copy of warmsrc
+# committed to git) and read once on first use.
+warm_tree() {
+	local d=${DIR[$1]}/warm
+	if [[ ! -d $d/.git ]]; then
+		rm -rf "$d" && cp -r "$work/warmsrc" "$d" &&
+			(cd "$d" && git -c init.defaultBranch=main init -q && git add -A &&
+				git -c user.name=b -c user.email=b@b commit -qm x) || return 1
+		ls -lR "$d" >/dev/null && git -C "$d" status --porcelain >/dev/null || return 1
+	fi
+	echo "$d"
+}
+
+run_lsr() {
+	local d t0 t1
+	d=$(warm_tree "$1") || return 1
+	t0=$EPOCHREALTIME
+	ls -lR "$d" >/dev/null || return 1
+	t1=$EPOCHREALTIME
+	record lsr "$1" "$(sub "$t0" "$t1")"
+}
+
+run_gitstatus() {
+	local d t0 t1 status
+	d=$(warm_tree "$1") || return 1
+	t0=$EPOCHREALTIME
+	status=$(git -C "$d" status --porcelain) || return 1
+	t1=$EPOCHREALTIME
+	[[ -z $status ]] || PROBLEMS+=("git status of the warm tree is not clean on ${TLABEL[$1]}")
+	record gitstatus "$1" "$(sub "$t0" "$t1")"
+}
+
+# count_syscalls TARGET: one more tar x, untimed, with strace -c on the
+# process serving TARGET: its system calls per entry and per FUSE request
+# (each request but FORGET gets one writev reply).
+count_syscalls() {
+	local t=$1 pid d=${DIR[$1]}/tar.strace out=$work/strace.$1 sp total replies
+	[[ -n ${MNT[$1]-} ]] || return 0
+	pid=${DAEMON[${MNT[$1]}]-}
+	[[ -n $pid ]] || return 0
+	rm -rf "$d" && mkdir "$d" || return 1
+	strace -c -f -p "$pid" -o "$out" 2>/dev/null &
+	sp=$!
+	sleep 1 # strace attaches to every thread
+	tar -xf "$work/src.tar" -C "$d"
+	kill -INT "$sp"
+	wait "$sp"
+	rm -rf "$d"
+	total=$(awk '$NF == "total" { print $4 }' "$out")
+	replies=$(awk '$NF == "writev" { print $4 }' "$out")
+	[[ -n $total && -n $replies && $replies != 0 ]] || { log "strace -c of ${TLABEL[$t]} said:"; cat "$out" >&2; return 1; }
+	record sysent "$t" "$(awk -v a="$total" -v n="$tar_entries" 'BEGIN { printf "%.1f", a / n }')"
+	record sysreq "$t" "$(awk -v a="$total" -v n="$replies" 'BEGIN { printf "%.2f", a / n }')"
+}
+
 # ---------------------------------------------------------------- setup
 
 make_workdir
@@ -301,14 +395,22 @@ ensure_tool fio && have_fio=1
 goroot=$(go env GOROOT)
 log "making the tarball of $goroot/$TAR_WHAT and the git tree of $GIT_FILES files"
 tar -C "$goroot" -cf "$work/src.tar" "$TAR_WHAT"
-per_dir=$((GIT_FILES / GIT_DIRS))
-for ((d = 0; d < GIT_DIRS; d++)); do
-	mkdir -p "$work/gitsrc/dir$d"
-	for ((i = 0; i < per_dir; i++)); do
-		printf 'package dir%d\n\n// File %d of directory %d.\nconst F%d = "%d-%d"\n' \
-			"$d" "$i" "$d" "$i" "$d" "$i" >"$work/gitsrc/dir$d/f$i.go"
+tar_entries=$(tar -tf "$work/src.tar" | wc -l)
+
+# make_tree DIR FILES DIRS: FILES small Go files spread over DIRS directories.
+make_tree() {
+	local per_dir=$(($2 / $3)) d i
+	for ((d = 0; d < $3; d++)); do
+		mkdir -p "$1/dir$d"
+		for ((i = 0; i < per_dir; i++)); do
+			printf 'package dir%d\n\n// File %d of directory %d.\nconst F%d = "%d-%d"\n' \
+				"$d" "$i" "$d" "$i" "$d" "$i" >"$1/dir$d/f$i.go"
+		done
 	done
-done
+}
+make_tree "$work/gitsrc" "$GIT_FILES" "$GIT_DIRS"
+log "making the warm tree of $WARM_FILES files"
+make_tree "$work/warmsrc" "$WARM_FILES" "$WARM_DIRS"
 
 # Mount the FUSE targets side by side, so runs interleave across targets
 # and drift on the machine falls on all of them alike.
@@ -328,10 +430,16 @@ mount_gsvfs() { # TARGET STATE MNT [FLAGS...]
 	log "$out"
 	MOUNTED+=("$mnt")
 	DAEMON[$mnt]=$(sed -n 's/.*(pid \([0-9]*\).*/\1/p' <<<"$out")
+	MNT[$t]=$mnt
 	mkdir "$mnt/workspaces/bench"
 	DIR[$t]=$mnt/workspaces/bench
 }
 mount_gsvfs gsvfs "$work/gs.state" "$work/gs.mnt"
+if [[ $is_root == 1 ]]; then
+	mount_gsvfs kb "$work/gskb.state" "$work/gskb.mnt" --kernel-binds
+else
+	log "not root: no gsvfs kernel-binds column"
+fi
 mount_gsvfs nopt "$work/gsnp.state" "$work/gsnp.mnt" --no-passthrough
 
 if [[ -x $work/loopback ]]; then
@@ -341,6 +449,7 @@ if [[ -x $work/loopback ]]; then
 	lb_pid=$!
 	MOUNTED+=("$work/lb.mnt")
 	DAEMON[$work/lb.mnt]=$lb_pid
+	MNT[loopback]=$work/lb.mnt
 	wait_up "$lb_pid" is_mounted "$work/lb.mnt" || true
 	if is_mounted "$work/lb.mnt"; then
 		mkdir "$work/lb.mnt/bench"
@@ -359,6 +468,7 @@ targets_for() {
 	for t in "${TARGETS[@]}"; do
 		[[ -n ${DIR[$t]-} ]] || continue
 		[[ $t == nopt && ${WDATA[$1]} != 1 ]] && continue
+		[[ $t == kb && ${WDATA[$1]} == 1 ]] && continue
 		list+=("$t")
 	done
 	for ((i = 0; i < ${#list[@]}; i++)); do
@@ -404,11 +514,30 @@ done
 for ((r = 1; r <= RUNS; r++)); do
 	for t in $(targets_for git "$r"); do measure git "$t" "$r" run_git; done
 done
+for ((r = 1; r <= RUNS; r++)); do
+	for t in $(targets_for lsr "$r"); do
+		measure lsr "$t" "$r" run_lsr
+		measure gitstatus "$t" "$r" run_gitstatus
+	done
+done
+if [[ $is_root == 1 ]] && ensure_tool strace; then
+	for t in gsvfs loopback; do
+		[[ -n ${DIR[$t]-} ]] || continue
+		log "counting the system calls of ${TLABEL[$t]} during tar x (untimed)"
+		count_syscalls "$t" || PROBLEMS+=("strace -c of ${TLABEL[$t]} gave no counts")
+	done
+else
+	log "warning: not root or no strace: no system call counts"
+fi
 
 # ---------------------------------------------------------------- report
 
 fmt_value() { # WORKLOAD VALUE
-	if [[ ${WUNIT[$1]} == s ]]; then fmt_num 3 "$2"; else fmt_num 0 "$2"; fi
+	case ${WUNIT[$1]} in
+	s) fmt_num 3 "$2" ;;
+	calls | us) fmt_num 1 "$2" ;;
+	*) fmt_num 0 "$2" ;;
+	esac
 }
 
 fmt_ratio() { # WORKLOAD RATIO
@@ -432,36 +561,55 @@ goal_text() {
 
 table=$work/table.tsv
 shortfalls=()
+
+# judge WORKLOAD: sets result to PASS or MISS against the goal of native time and, for a
+# time goal, against LB_GOAL times loopback's speed; a miss is described
+# in shortfalls.
+judge() {
+	local w=$1 gr lr lg
+	gr=$(ratio "$w" gsvfs native)
+	if [[ $gr == - ]]; then
+		shortfalls+=("${WLABEL[$w]}: gsvfs gave no figure ($(cell_value "$w" gsvfs))")
+		result=MISS
+		return
+	fi
+	lr=$(ratio "$w" loopback native)
+	lg=$(ratio "$w" loopback gsvfs)
+	local miss=0
+	if ! meets "$w" "$gr"; then
+		miss=1
+		if [[ ${WKIND[$w]} == thr ]]; then
+			shortfalls+=("$(awk -v l="${WLABEL[$w]}" -v r="$gr" -v g="${WGOAL[$w]}" \
+				'BEGIN { printf "%s: gsvfs reaches %.2fx of native, target %.2fx: short by %.2fx (%.0f%% of the target)", l, r, g, g - r, 100 * r / g }')${lr:+; loopback: $(fmt_ratio "$w" "$lr")}")
+		else
+			shortfalls+=("$(awk -v l="${WLABEL[$w]}" -v r="$gr" -v g="${WGOAL[$w]}" \
+				'BEGIN { printf "%s: gsvfs takes %.2fx native time, target <= %gx: over by %.2fx (%.0f%% over the target)", l, r, g, r - g, 100 * (r / g - 1) }')")
+		fi
+	fi
+	if [[ ${WKIND[$w]} == time && $lg != - ]] && ! awk -v r="$lg" -v g="$LB_GOAL" 'BEGIN { exit !(r >= g) }'; then
+		miss=1
+		shortfalls+=("$(awk -v l="${WLABEL[$w]}" -v r="$lg" -v g="$LB_GOAL" \
+			'BEGIN { printf "%s: loopback takes %.2fx gsvfs time, target >= %gx", l, r, g }')")
+	fi
+	result=PASS
+	if ((miss)); then result=MISS; fi
+}
+
 {
-	printf 'workload\tunit\tnative\tgsvfs\tgsvfs/native\ttarget\tresult\tgsvfs no-pt\tno-pt/native\tloopback\tloopback/native\n'
+	printf 'workload\tunit\tnative\tgsvfs\tgsvfs/native\ttarget\tresult\tloopback/gsvfs\tgsvfs kernel-binds\tkernel-binds/native\tgsvfs no-pt\tno-pt/native\tloopback\tloopback/native\n'
 	for w in "${WORKLOADS[@]}"; do
 		[[ $w == randread && $have_fio == 0 ]] && continue
 		gr=$(ratio "$w" gsvfs native)
 		result=-
-		if [[ -n ${WGOAL[$w]} ]]; then
-			if [[ $gr == - ]]; then
-				result=MISS
-				shortfalls+=("${WLABEL[$w]}: gsvfs gave no figure ($(cell_value "$w" gsvfs))")
-			elif meets "$w" "$gr"; then
-				result=PASS
-			else
-				result=MISS
-				lr=$(ratio "$w" loopback native)
-				lbnote=
-				[[ $lr != - ]] && lbnote="; loopback reference: $(fmt_ratio "$w" "$lr")"
-				if [[ ${WKIND[$w]} == thr ]]; then
-					shortfalls+=("$(awk -v l="${WLABEL[$w]}" -v r="$gr" -v g="${WGOAL[$w]}" \
-						'BEGIN { printf "%s: gsvfs reaches %.2fx of native, target %.2fx: short by %.2fx (%.0f%% of the target)", l, r, g, g - r, 100 * r / g }')$lbnote")
-				else
-					shortfalls+=("$(awk -v l="${WLABEL[$w]}" -v r="$gr" -v g="${WGOAL[$w]}" \
-						'BEGIN { printf "%s: gsvfs takes %.2fx native time, target <= %gx: over by %.2fx (%.0f%% over the target)", l, r, g, r - g, 100 * (r / g - 1) }')$lbnote")
-				fi
-			fi
-		fi
+		[[ -n ${WGOAL[$w]} ]] && judge "$w"
 		row="${WLABEL[$w]}\t${WUNIT[$w]}"
 		row+="\t$(fmt_value "$w" "$(cell_value "$w" native)")"
 		row+="\t$(fmt_value "$w" "$(cell_value "$w" gsvfs)")\t$(fmt_ratio "$w" "$gr")"
 		row+="\t$(goal_text "$w")\t$result"
+		lg=$(ratio "$w" loopback gsvfs)
+		[[ ${WKIND[$w]} == time && $lg != - ]] && lg=$(printf '%.2fx' "$lg") || lg=-
+		row+="\t$lg"
+		row+="\t$(fmt_value "$w" "$(cell_value "$w" kb)")\t$(fmt_ratio "$w" "$(ratio "$w" kb native)")"
 		row+="\t$(fmt_value "$w" "$(cell_value "$w" nopt)")\t$(fmt_ratio "$w" "$(ratio "$w" nopt native)")"
 		row+="\t$(fmt_value "$w" "$(cell_value "$w" loopback)")\t$(fmt_ratio "$w" "$(ratio "$w" loopback native)")"
 		printf '%b\n' "$row"
@@ -472,7 +620,7 @@ gsvfs_version=$(repo_version)
 header=(
 	"gsvfs $gsvfs_version vs native disk; go-fuse $gofuse_version example/loopback as reference"
 	"$(now_utc), $(machine_desc), $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), $(go env GOVERSION)"
-	"work dir on $fstype ($base); median of $RUNS run(s); file $size_label; $NFILES files; fio ${FIO_RUNTIME}s psync QD1; git tree $GIT_FILES files in $GIT_DIRS dirs"
+	"work dir on $disk_desc; median of $RUNS run(s); file $size_label; $NFILES files; fio ${FIO_RUNTIME}s psync QD1; git tree $GIT_FILES files in $GIT_DIRS dirs"
 	"$(load_desc): other work on the machine adds noise"
 	"throughput ratios are target/native (higher is better); time ratios are multiples of native time (lower is better)"
 )

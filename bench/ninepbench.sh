@@ -152,7 +152,7 @@ fmt_value() { # METRIC VALUE
 ninep_table
 header=(
 	"gsvfs $gsvfs_version serve vs diod $diod_version, both over a unix socket, client github.com/hugelgupf/p9 $(go list -m -f '{{.Version}}' github.com/hugelgupf/p9 2>/dev/null || echo '?') (bench/ninepbench)"
-	"$(now_utc), $(machine_desc), $(go env GOVERSION); work dir on $fstype ($base)"
+	"$(now_utc), $(machine_desc), $(go env GOVERSION); work dir on $disk_desc"
 	"median of $RUNS run(s); msize offered 1M to diod and gsvfs, 64K to gsvfs 64K; one Twrite/Tread per msize; $files_label files"
 	"$(load_desc)"
 	"ratios are gsvfs/diod: throughput higher is better, CPU cost lower is better"

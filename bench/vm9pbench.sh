@@ -167,7 +167,7 @@ fmt_value() { # METRIC VALUE
 ninep_table
 header=(
 	"gsvfs $gsvfs_version serve vs diod $diod_version through the Linux v9fs client in a qemu guest (vm9p, trans=fd, cache=none)"
-	"$(now_utc), host $(machine_desc); servers' work dir on $fstype ($base)"
+	"$(now_utc), host $(machine_desc); servers' work dir on $disk_desc"
 	"median of $RUNS VM run(s) per target; msize offered 1M to diod and gsvfs, 64K to gsvfs 64K"
 	"$(load_desc)"
 	"ratios are gsvfs/diod: throughput higher is better, time lower is better"

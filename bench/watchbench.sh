@@ -145,7 +145,7 @@ for ((r = 1; r <= RUNS; r++)); do
 	done
 done
 
-header=("watchbench $(repo_version), $(now_utc), $(machine_desc), $fstype at $work"
+header=("watchbench $(repo_version), $(now_utc), $(machine_desc), $disk_desc"
 	"$RUNS runs each, median; repository of $GIT_FILES files; runs ${PACE} s apart"
 	"$(load_desc)")
 table=$work/table.tsv

@@ -94,9 +94,9 @@ type node struct {
 	// parent is a directory's one name, by which its descriptor is opened
 	// again; guarded by fs.fds.mu. Empty for the root and once removed.
 	parent link
-	// opens counts the node's open handles, and forgotten says an edge
+	// handles are the node's open handles, and forgotten says an edge
 	// dropped its last reference; both guarded by fs.mu.
-	opens     int
+	handles   []*fileHandle
 	forgotten bool
 	// watched says a directory's inotify watch is in place.
 	watched atomic.Bool
@@ -242,16 +242,41 @@ func (n *node) dropMovedLocked() {
 func (n *node) opened(fd int) *fileHandle {
 	n.fs.mu.Lock()
 	defer n.fs.mu.Unlock()
-	n.opens++
-	return &fileHandle{fd: fd, n: n}
+	h := &fileHandle{fd: fd, n: n}
+	n.handles = append(n.handles, h)
+	return h
 }
 
-// closed records that a handle of the node closed.
-func (n *node) closed() {
+// closed records that the handle h of the node closed.
+func (n *node) closed(h *fileHandle) {
 	n.fs.mu.Lock()
-	n.opens--
+	n.handles = slices.DeleteFunc(n.handles, func(o *fileHandle) bool { return o == h })
 	n.fs.mu.Unlock()
 	n.release()
+}
+
+// withOpenFd runs fn on the descriptor of one of the node's open handles
+// and reports true, if it has one open. That descriptor is the node's own
+// file whatever became of its names, so it needs no walk and no identity
+// check: a setattr or xattr call on an open file (tar, cp and editors
+// chown, chmod and touch the files they write before closing them) saves
+// the open, stat and close of an O_PATH descriptor.
+func (n *node) withOpenFd(fn func(fd int) error) (bool, error) {
+	n.fs.mu.Lock()
+	var h *fileHandle
+	if k := len(n.handles); k > 0 {
+		h = n.handles[k-1]
+	}
+	n.fs.mu.Unlock()
+	if h == nil {
+		return false, nil
+	}
+	h.use.RLock()
+	defer h.use.RUnlock()
+	if h.shut {
+		return false, nil
+	}
+	return true, fn(h.fd)
 }
 
 // Quick reports that the node's calls wait only on the local disk
@@ -283,7 +308,7 @@ func (n *node) release() {
 func (n *node) releasable() bool {
 	n.fs.mu.Lock()
 	defer n.fs.mu.Unlock()
-	return n.opens == 0 && n.forgotten && len(n.links) == 0 && n.fd.get() >= 0
+	return len(n.handles) == 0 && n.forgotten && len(n.links) == 0 && n.fd.get() >= 0
 }
 
 func (n *node) addLinkLocked(l link) {

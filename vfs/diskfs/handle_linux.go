@@ -17,6 +17,11 @@ import (
 type fileHandle struct {
 	fd int
 	n  *node
+	// use orders the node's borrowing of fd (node.withOpenFd) before its
+	// close: the number must not be closed, and given to another file,
+	// under a borrower. shut says it was.
+	use  sync.RWMutex
+	shut bool
 }
 
 // HostFd offers the descriptor for passthrough. The kernel uses it only to
@@ -63,8 +68,11 @@ func (h *fileHandle) WriteAt(ctx context.Context, p []byte, off int64) (int, err
 }
 
 func (h *fileHandle) Close() error {
+	h.use.Lock()
+	h.shut = true
 	err := unix.Close(h.fd)
-	h.n.closed()
+	h.use.Unlock()
+	h.n.closed(h)
 	if err != nil {
 		return vfs.Error("close", "", errno(err))
 	}

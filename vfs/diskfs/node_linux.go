@@ -50,10 +50,13 @@ func (n *node) sameFile(st *unix.Statx_t) error {
 	return nil
 }
 
-// withFd runs fn on an O_PATH descriptor of the node's own file, checked
-// to be that file: operations that have no *at form, or that must not act
+// withFd runs fn on a descriptor of the node's own file: an open handle's,
+// else an O_PATH descriptor checked to be that file: operations that have no *at form, or that must not act
 // on whatever a name points to now, go through it.
 func (n *node) withFd(fn func(fd int) error) error {
+	if ok, err := n.withOpenFd(fn); ok {
+		return err
+	}
 	return n.do(func(l loc) error { return n.onFd(l, fn) })
 }
 
@@ -132,6 +135,13 @@ func toAttr(st *unix.Statx_t) vfs.Attr {
 func (n *node) SetAttr(ctx context.Context, s vfs.SetAttr) (vfs.Attr, error) {
 	if err := n.withFd(func(fd int) error { return setAttrFd(fd, s) }); err != nil {
 		return vfs.Attr{}, vfs.Error("setattr", "", errno(err))
+	}
+	// An open file answers even if its last name went in between.
+	var st unix.Statx_t
+	if ok, err := n.withOpenFd(func(fd int) error { return fstatx(fd, &st) }); ok && err == nil {
+		a := toAttr(&st)
+		a.Watched = n.nameWatched()
+		return a, nil
 	}
 	return n.Attr(ctx)
 }
