@@ -486,40 +486,24 @@ for t in $(targets_for seqwrite 1); do
 	dd if=/dev/zero of="${DIR[$t]}/seq.dat" bs=1M count="$SIZE_MB" conv=fsync status=none ||
 		log "warm-up write failed on ${TLABEL[$t]}"
 done
-for ((r = 1; r <= RUNS; r++)); do
-	for t in $(targets_for seqwrite "$r"); do
-		measure seqwrite "$t" "$r" run_seqwrite
-		measure seqread "$t" "$r" run_seqread
-	done
-done
-for ((r = 1; r <= RUNS; r++)); do
-	for t in $(targets_for smallwrite "$r"); do
-		measure smallwrite "$t" "$r" run_smallwrite
-	done
-done
-if [[ $have_fio == 1 ]]; then
+# rounds WORKLOAD:FUNC...: RUNS rounds; in each, every target of the first
+# workload runs each pair in turn.
+rounds() {
+	local r t p
 	for ((r = 1; r <= RUNS; r++)); do
-		for t in $(targets_for randread "$r"); do
-			measure randread "$t" "$r" run_randread
+		for t in $(targets_for "${1%%:*}" "$r"); do
+			for p; do measure "${p%%:*}" "$t" "$r" "${p#*:}"; done
 		done
 	done
-fi
+}
+rounds seqwrite:run_seqwrite seqread:run_seqread
+rounds smallwrite:run_smallwrite
+if [[ $have_fio == 1 ]]; then rounds randread:run_randread; fi
 for t in $(targets_for seqwrite 1); do rm -f "${DIR[$t]}/seq.dat"; done
-for ((r = 1; r <= RUNS; r++)); do
-	for t in $(targets_for meta "$r"); do measure meta "$t" "$r" run_meta; done
-done
-for ((r = 1; r <= RUNS; r++)); do
-	for t in $(targets_for tarx "$r"); do measure tarx "$t" "$r" run_tar; done
-done
-for ((r = 1; r <= RUNS; r++)); do
-	for t in $(targets_for git "$r"); do measure git "$t" "$r" run_git; done
-done
-for ((r = 1; r <= RUNS; r++)); do
-	for t in $(targets_for lsr "$r"); do
-		measure lsr "$t" "$r" run_lsr
-		measure gitstatus "$t" "$r" run_gitstatus
-	done
-done
+rounds meta:run_meta
+rounds tarx:run_tar
+rounds git:run_git
+rounds lsr:run_lsr gitstatus:run_gitstatus
 if [[ $is_root == 1 ]] && ensure_tool strace; then
 	for t in gsvfs loopback; do
 		[[ -n ${DIR[$t]-} ]] || continue

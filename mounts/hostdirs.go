@@ -3,7 +3,6 @@ package mounts
 import (
 	"maps"
 	"slices"
-	"sync"
 
 	"github.com/gsvfs/gsvfs/vfs"
 )
@@ -50,37 +49,9 @@ func (t *Table) composedBelow(p string) bool {
 	return false
 }
 
-// changeHooks are called after every change of the mount table.
-type changeHooks struct {
-	mu  sync.Mutex
-	fns map[int]func()
-	n   int
-}
-
 // OnChange calls fn, from the goroutine that changed the table, after each
 // mount and unmount, until stop is called.
 func (t *Table) OnChange(fn func()) (stop func()) {
-	h := &t.hooks
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.fns == nil {
-		h.fns = make(map[int]func())
-	}
-	h.n++
-	id := h.n
-	h.fns[id] = fn
-	return func() {
-		h.mu.Lock()
-		delete(h.fns, id)
-		h.mu.Unlock()
-	}
-}
-
-func (h *changeHooks) call() {
-	h.mu.Lock()
-	fns := slices.Collect(maps.Values(h.fns))
-	h.mu.Unlock()
-	for _, fn := range fns {
-		fn()
-	}
+	id, _ := t.changes.Add(func([]string) { fn() })
+	return func() { t.changes.Remove(id) }
 }

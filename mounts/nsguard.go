@@ -24,7 +24,7 @@ func (t *Table) GuardNamespace(p string) {
 	t.mu.Lock()
 	t.nsFile = p
 	t.mu.Unlock()
-	t.hooks.call()
+	t.changes.Send([]string{p})
 }
 
 // guarded wraps h, opened with flags at n, if n is the namespace file

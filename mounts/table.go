@@ -45,7 +45,9 @@ type Table struct {
 	ns        nsState
 	watch     watchState
 	nsFile    string // the namespace file's path, its writes checked
-	hooks     changeHooks
+	// changes hands the paths of mounts and unmounts to OnChange's
+	// callers.
+	changes vfs.Feed[string]
 }
 
 // mount is one backend served at a path.

@@ -16,7 +16,7 @@ import (
 // watchState is the table's subscribers and its subscriptions to the
 // backends that watch themselves.
 type watchState struct {
-	feed  vfs.Feed
+	feed  vfs.Feed[vfs.Change]
 	mu    sync.Mutex
 	stops map[*mount]func()
 }
@@ -127,7 +127,7 @@ func (t *Table) relay(m *mount, cs []vfs.Change) {
 // is no longer watched, the new one's is, and watchers learn that the
 // entry of p changed.
 func (t *Table) remounted(p string, old, new *mount) {
-	defer t.hooks.call()
+	defer t.changes.Send([]string{p})
 	if old != nil {
 		t.unwatchMount(old)
 	}

@@ -30,21 +30,21 @@ type Watcher interface {
 	Watch(fn func([]Change)) (stop func())
 }
 
-// Feed is a Watcher's list of subscribers: it hands each batch of changes
-// to every one of them, each its own copy (a subscriber may rewrite it).
-// The zero value is ready to use.
-type Feed struct {
+// Feed is a list of subscribers, such as a Watcher's (Feed[Change]): it
+// hands each batch of events to every one of them, each its own copy (a
+// subscriber may rewrite it). The zero value is ready to use.
+type Feed[T any] struct {
 	mu   sync.Mutex
-	subs map[int]func([]Change)
+	subs map[int]func([]T)
 	next int
 }
 
 // Add subscribes fn and says whether it is the only subscriber now.
-func (f *Feed) Add(fn func([]Change)) (id int, first bool) {
+func (f *Feed[T]) Add(fn func([]T)) (id int, first bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.subs == nil {
-		f.subs = map[int]func([]Change){}
+		f.subs = map[int]func([]T){}
 	}
 	id = f.next
 	f.next++
@@ -53,7 +53,7 @@ func (f *Feed) Add(fn func([]Change)) (id int, first bool) {
 }
 
 // Remove ends the subscription id and says whether it was the last.
-func (f *Feed) Remove(id int) (last bool) {
+func (f *Feed[T]) Remove(id int) (last bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.subs, id)
@@ -61,24 +61,24 @@ func (f *Feed) Remove(id int) (last bool) {
 }
 
 // Active says whether anyone subscribes.
-func (f *Feed) Active() bool {
+func (f *Feed[T]) Active() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.subs) > 0
 }
 
 // Send hands cs to every subscriber, outside the feed's lock.
-func (f *Feed) Send(cs []Change) {
+func (f *Feed[T]) Send(cs []T) {
 	if len(cs) == 0 {
 		return
 	}
 	f.mu.Lock()
-	subs := make([]func([]Change), 0, len(f.subs))
+	subs := make([]func([]T), 0, len(f.subs))
 	for _, fn := range f.subs {
 		subs = append(subs, fn)
 	}
 	f.mu.Unlock()
 	for _, fn := range subs {
-		fn(append([]Change(nil), cs...))
+		fn(append([]T(nil), cs...))
 	}
 }

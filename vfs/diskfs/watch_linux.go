@@ -50,7 +50,7 @@ type treeWatch struct {
 	// place adds a watch (w.Add; a test's stand-in runs out of room).
 	place func(path string) error
 
-	feed vfs.Feed
+	feed vfs.Feed[vfs.Change]
 
 	mu sync.Mutex
 	// dirs are the watched directories by the path their watch was added
