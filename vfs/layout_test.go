@@ -36,8 +36,9 @@ func TestDependenciesPointOneWay(t *testing.T) {
 		"github.com/spf13/cobra":       {"cmd/gsvfs"},
 		"golang.org/x/term":            {"cmd/gsvfs"}, // attach's raw terminal
 		// vfs/ninep only for a unix socket's peer on macOS, where the
-		// standard library has no call for it.
-		"golang.org/x/sys/unix":         {"vfs/diskfs", "vfs/ninep"},
+		// standard library has no call for it; vfs/fusefs for kernel
+		// binds laid by descriptor (openat2, open_tree, move_mount).
+		"golang.org/x/sys/unix":         {"vfs/diskfs", "vfs/ninep", "vfs/fusefs"},
 		"golang.org/x/sync":             {"vfs/ninep"},
 		"github.com/charmbracelet/x/vt": {"shelld"},     // /proc/<id>/screen
 		"github.com/bmatcuk/doublestar": {"mounts"},     // refused paths

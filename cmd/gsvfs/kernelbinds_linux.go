@@ -42,11 +42,21 @@ func keepKernelBinds(m *fusefs.Mount, t *mounts.Table) (stop func()) {
 		default:
 		}
 	})
-	warn := vfs.NewRateLog(slog.Default(), time.Minute)
+	var warn *vfs.RateLog
 	var last []fusefs.KernelBind
+	var lastErr string
 	apply := func() {
+		msg := ""
 		if err := m.SetKernelBinds(kernelBindsOf(t)); err != nil {
-			warn.Warn("kernel binds", "these places are served through FUSE instead", "err", err)
+			msg = err.Error()
+		}
+		if msg != lastErr {
+			// Something new is refused (a symlink on the way, say): it
+			// is said at once, however recent the last warning.
+			warn, lastErr = vfs.NewRateLog(slog.Default(), time.Minute), msg
+		}
+		if msg != "" {
+			warn.Warn("kernel binds", "these places are served through FUSE instead", "err", msg)
 		}
 		if now := m.KernelBinds(); !slices.Equal(now, last) {
 			slog.Info("kernel binds", "binds", now)

@@ -17,18 +17,52 @@ import (
 // mount options.
 func submounts(t *testing.T, mnt string) map[string]string {
 	t.Helper()
+	out := make(map[string]string)
+	eachMountLine(t, func(f []string) {
+		if strings.HasPrefix(f[4], mnt+"/") {
+			out[strings.TrimPrefix(f[4], mnt)] = f[5]
+		}
+	})
+	return out
+}
+
+// mountsAtOrBelow lists the mount points at dir or below it, once for
+// every mount (stacked mounts repeat their point).
+func mountsAtOrBelow(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	eachMountLine(t, func(f []string) {
+		if f[4] == dir || strings.HasPrefix(f[4], dir+"/") {
+			out = append(out, f[4])
+		}
+	})
+	return out
+}
+
+// loggedRefusal reports whether d logged that it refused the kernel bind
+// at p.
+func loggedRefusal(d *daemon, p string) bool {
+	for _, line := range strings.Split(d.log.String(), "\n") {
+		if strings.Contains(line, "refused") && strings.Contains(line, p+":") {
+			return true
+		}
+	}
+	return false
+}
+
+// eachMountLine calls fn with the fields of each line of this process's
+// /proc/self/mountinfo (the daemons under test share its namespace).
+func eachMountLine(t *testing.T, fn func(fields []string)) {
+	t.Helper()
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := make(map[string]string)
 	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) > 5 && strings.HasPrefix(f[4], mnt+"/") {
-			out[strings.TrimPrefix(f[4], mnt)] = f[5]
+		if f := strings.Fields(line); len(f) > 5 {
+			fn(f)
 		}
 	}
-	return out
 }
 
 func needRootForBinds(t *testing.T) {
@@ -177,5 +211,88 @@ func TestKernelBindsRefused(t *testing.T) {
 	out, err := exec.Command(binary, "mount", "--kernel-binds", "--server", "unix:/nonexistent.sock", mnt).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "--kernel-binds") {
 		t.Errorf("--kernel-binds with --server: %v, %q; want a refusal naming the flag", err, out)
+	}
+}
+
+// --kernel-binds never lays a bind where a user's symlink points: an
+// ordinary user makes workspaces/team a symlink to a directory of the
+// host, root's namespace binds a directory at /workspaces/team/data, and
+// nothing may be mounted over the host's team/data, now or at any later
+// re-check. A bind at a legitimate place is laid once, not again at
+// every re-check, and it goes with its line even when the way to it has
+// become a symlink since; gsvfs umount leaves nothing behind.
+func TestKernelBindsRefuseSymlinks(t *testing.T) {
+	needRootForBinds(t)
+	d := smSharedMount(t, "--kernel-binds")
+	waitBinds(t, d, "/home", "/workspaces")
+	victim := t.TempDir()
+	if err := os.Mkdir(filepath.Join(victim, "data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // what a failure left there, so the test can clean up
+		for _, p := range mountsAtOrBelow(t, victim) {
+			syscall.Unmount(p, syscall.MNT_DETACH)
+		}
+	})
+	ws := d.Path("workspaces")
+	if out := smAsOther(t, ws, "ln -s "+victim+" team && mkdir -p proj/data && echo ok"); out != "ok\n" {
+		t.Fatalf("as uid %d in %s: %q", smOther, ws, out)
+	}
+	src := t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "s.txt"), []byte("bound\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ns := "bind " + src + " /workspaces/team/data\nbind " + src + " /workspaces/proj/data\n"
+	if err := os.WriteFile(d.Path("etc/namespace"), []byte(ns), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitBinds(t, d, "/home", "/workspaces/proj/data")
+	// Several re-checks: each one laid the bind again over the victim.
+	time.Sleep(2*kernelBindCheck + time.Second)
+	if got := mountsAtOrBelow(t, victim); len(got) != 0 {
+		t.Errorf("mounted over the target of a user's symlink: %q\n%s", got, d.log)
+	}
+	if got := mountsAtOrBelow(t, d.Path("workspaces/proj/data")); len(got) != 1 {
+		t.Errorf("mounts at the legitimate bind after two re-checks: %q, want one", got)
+	}
+	if got := output("cat", d.Path("workspaces/proj/data/s.txt")); got != "bound\n" {
+		t.Errorf("the legitimate bind reads %q", got)
+	}
+	if !loggedRefusal(d, "/workspaces/team/data") {
+		t.Errorf("the refused bind at /workspaces/team/data is not in the log:\n%s", d.log)
+	}
+
+	// The user turns the way to the bind into a symlink to the victim,
+	// in the state directory: the daemon sees it and tells the kernel,
+	// which drops the bind; it is not laid again over the victim, and
+	// whatever of it is left goes with its line.
+	// (The state directory is root's; a session's shell works there.)
+	if err := os.Chmod(d.Root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stateWS := filepath.Join(d.Root, "workspaces")
+	if out := smAsOther(t, stateWS, "mv proj proj.old && ln -s "+victim+" proj && echo ok"); out != "ok\n" {
+		t.Fatalf("as uid %d in %s: %q", smOther, stateWS, out)
+	}
+	time.Sleep(2*kernelBindCheck + time.Second)
+	if got := mountsAtOrBelow(t, victim); len(got) != 0 {
+		t.Errorf("after workspaces/proj became a symlink, mounted over its target: %q\n%s", got, d.log)
+	}
+	if !loggedRefusal(d, "/workspaces/proj/data") {
+		t.Errorf("the refused bind at /workspaces/proj/data is not in the log:\n%s", d.log)
+	}
+	if err := os.WriteFile(d.Path("etc/namespace"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitBinds(t, d, "/home", "/workspaces")
+	if got := mountsAtOrBelow(t, victim); len(got) != 0 {
+		t.Errorf("after the lines went, mounted over the victim: %q", got)
+	}
+
+	if out, err := exec.Command(binary, "umount", d.Mnt).CombinedOutput(); err != nil {
+		t.Fatalf("gsvfs umount: %v: %s", err, out)
+	}
+	if got := mountsAtOrBelow(t, d.Mnt); len(got) != 0 {
+		t.Errorf("after gsvfs umount, still mounted: %q", got)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -126,9 +127,9 @@ func mountedAt(dir string) (string, bool) {
 		return "", false
 	}
 	typ, found := "", false
-	eachMount(func(point, fstype string) {
-		if point == abs {
-			typ, found = fstype, true // the last one stacked wins
+	eachMount(func(mi mountLine) {
+		if mi.point == abs {
+			typ, found = mi.fstype, true // the last one stacked wins
 		}
 	})
 	return typ, found
@@ -138,17 +139,26 @@ func mountedAt(dir string) (string, bool) {
 // sees, in the order they were made.
 func Mounts() []string {
 	var points []string
-	eachMount(func(point, fstype string) {
-		if fstype == fsType {
-			points = append(points, point)
+	eachMount(func(mi mountLine) {
+		if mi.fstype == fsType {
+			points = append(points, mi.point)
 		}
 	})
 	return points
 }
 
+// mountLine is one line of /proc/self/mountinfo.
+type mountLine struct {
+	id, parent uint64 // the mount's id and its parent's, as statx's STATX_MNT_ID
+	point      string
+	fstype     string
+	source     string // device and directory of its root: "8:1 /srv/x"
+}
+
 // eachMount calls fn for every line of /proc/self/mountinfo (none where
-// there is no such file).
-func eachMount(fn func(point, fstype string)) {
+// there is no such file), in the file's order: a mount after its parent
+// and after those it lies over.
+func eachMount(fn func(mountLine)) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return
@@ -162,9 +172,14 @@ func eachMount(fn func(point, fstype string)) {
 		if len(fields) < 5 {
 			continue
 		}
+		id, err1 := strconv.ParseUint(fields[0], 10, 64)
+		parent, err2 := strconv.ParseUint(fields[1], 10, 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
 		for i, f := range fields {
 			if f == "-" && i+1 < len(fields) {
-				fn(unescapeMount(fields[4]), fields[i+1])
+				fn(mountLine{id: id, parent: parent, point: unescapeMount(fields[4]), fstype: fields[i+1], source: fields[2] + " " + fields[3]})
 				break
 			}
 		}
