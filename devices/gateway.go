@@ -119,9 +119,7 @@ func (g *Gateway) sync() {
 			links, ids = append(links, d.link), append(ids, id)
 		}
 		if !slices.Contains(known, id) && d.link == nil {
-			// Forgotten (gsvfs device rm), its link closed by the last
-			// pass: nothing of it stays in /sys/devices.
-			delete(g.devices, id)
+			delete(g.devices, id) // forgotten (gsvfs device rm)
 		}
 	}
 	g.mu.Unlock()
@@ -135,10 +133,26 @@ func (g *Gateway) sync() {
 		if !g.store.Pinned(ids[i], r.key) {
 			g.log.Warn("closing device link: its key is no longer admitted (device removed or token revoked)", "device", ids[i])
 			r.client.Close()
+			g.dropForgotten(ids[i], r)
 		}
 	}
 	g.syncDialers()
 	g.dropRevokedGateways()
+}
+
+// dropForgotten removes device id, whose link r was just closed (and may
+// have gone offline since), if the store no longer knows it: nothing of
+// a removed device stays in /sys/devices. The store is read after the
+// link was found unpinned, so a device that joined since is never dropped.
+func (g *Gateway) dropForgotten(id string, r *remote) {
+	if g.store.Has(id) {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if d := g.devices[id]; d != nil && (d.link == r || d.link == nil) {
+		delete(g.devices, id)
+	}
 }
 
 // syncDialers keeps one dialler running for each device the gateway is

@@ -142,21 +142,28 @@ func TestTokenRoles(t *testing.T) {
 	}
 }
 
+// storeText is the store's file as it is on disk.
+func storeText(t *testing.T, s *Store) string {
+	t.Helper()
+	b, err := os.ReadFile(s.file())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 // A store written before tokens had roles: its tokens are device
 // tokens, and a gateway pinned with one of them (the hole roles close)
 // admits nothing, with or without the token, until a gateway token.
 func TestOldStoreReadsAsDeviceTokens(t *testing.T) {
 	s, _ := newStore(t)
 	tok := issue(t, s, "laptop", time.Hour)
-	b, err := os.ReadFile(s.file())
-	if err != nil {
-		t.Fatal(err)
-	}
+	now := storeText(t, s)
 	id := hashSecret(tok.Secret)[:12]
-	old := strings.Replace(string(b), `"role": "device",`, "", 1)
+	old := strings.Replace(now, `"role": "device",`, "", 1)
 	old = strings.Replace(old, `"devices": {}`, `"devices": {}, "gateways": {"laptop": {"fingerprint": "`+keyA+`", "token": "`+id+`"}}`, 1)
-	if old == string(b) || strings.Contains(old, `"role"`) {
-		t.Fatalf("could not write an old store from:\n%s", b)
+	if old == now || strings.Contains(old, `"role"`) {
+		t.Fatalf("could not write an old store from:\n%s", now)
 	}
 	if err := os.WriteFile(s.file(), []byte(old), 0o600); err != nil {
 		t.Fatal(err)
@@ -184,11 +191,7 @@ func TestOldStoreReadsAsDeviceTokens(t *testing.T) {
 func TestStoreKeepsNoSecret(t *testing.T) {
 	s, _ := newStore(t)
 	tok := issue(t, s, "lap", time.Hour)
-	b, err := os.ReadFile(s.file())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(string(b), tok.Secret) {
+	if strings.Contains(storeText(t, s), tok.Secret) {
 		t.Errorf("the store holds the token's secret")
 	}
 	for _, p := range []string{s.dir, s.file()} {

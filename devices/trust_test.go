@@ -128,7 +128,7 @@ func TestJoinFinalOrRetried(t *testing.T) {
 		want string
 	}{
 		"revoked": {revoked, "revoked"}, "expired": {expired, "expired"},
-		"unknown": {forged, "unknown token"}, "a gateway token": {wrongRole, "is a gateway token"},
+		"unknown": {forged, "unknown token"}, "gateway-role": {wrongRole, "is a gateway token"},
 	} {
 		_, log, ended := startDeviceEnded(t, c.tok, "d-"+strings.ReplaceAll(name, " ", "-"))
 		select {
