@@ -193,7 +193,7 @@ func (g *Gateway) dial(ctx context.Context, id string, tok Token) {
 	for ctx.Err() == nil {
 		h := hello{Role: roleGateway, Device: g.o.Self, Token: tok.Secret, Instance: instance}
 		tc, w, err := handshake(ctx, tok, g.o.Identity, h)
-		if IsFinal(err) {
+		if isFinal(err) {
 			g.log.Error("the device refused this gateway for good; not dialling it again until gsvfs device add gives it a new token",
 				"device", id, "addr", tok.Addr, "err", err)
 			return

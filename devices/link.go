@@ -79,9 +79,9 @@ func refusedWelcome(err error) welcome {
 	return welcome{Error: err.Error(), Refused: errors.Is(err, ErrRefused)}
 }
 
-// IsFinal reports whether err ends the dialling for good: a final
+// isFinal reports whether err ends the dialling for good: a final
 // refusal, or a newer daemon of the same device in this one's place.
-func IsFinal(err error) bool {
+func isFinal(err error) bool {
 	return errors.Is(err, ErrRefused) || errors.Is(err, errSuperseded)
 }
 
@@ -190,7 +190,7 @@ type JoinOptions struct {
 // Join keeps the device joined to its gateway until ctx ends (then it
 // returns nil): it dials, serves the link until it ends, and dials again
 // with exponential backoff and jitter (30 s at most) after a network
-// error or a lost link. A final refusal (IsFinal) ends it with that
+// error or a lost link. A final refusal (isFinal) ends it with that
 // error: the token or the key will not do, and a service manager should
 // show it rather than see the device retry forever.
 func Join(ctx context.Context, o JoinOptions) error {
@@ -203,7 +203,7 @@ func Join(ctx context.Context, o JoinOptions) error {
 	var b backoff
 	for ctx.Err() == nil {
 		ended, err := dialOnce(ctx, o)
-		if IsFinal(err) {
+		if isFinal(err) {
 			return err
 		}
 		if err != nil {

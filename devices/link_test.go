@@ -253,7 +253,7 @@ func TestNewerLinkWins(t *testing.T) {
 	newDone, _ := join(newLog)
 	select {
 	case err := <-oldDone:
-		if !IsFinal(err) || !strings.Contains(err.Error(), "newer one wins") {
+		if !isFinal(err) || !strings.Contains(err.Error(), "newer one wins") {
 			t.Errorf("the older daemon ended with %v, want told that the newer one wins", err)
 		}
 	case <-time.After(10 * time.Second):

@@ -132,7 +132,8 @@ type storeState struct {
 	Tokens  []issued                `json:"tokens"`
 	Devices map[string]*knownDevice `json:"devices"`
 	// Gateways are the gateways that dialled this daemon as a device,
-	// admitted and pinned as devices are; they are not devices of it.
+	// admitted with a gateway token and pinned as devices are; they are
+	// not devices of it, and gsvfs device ls and rm cover them too.
 	Gateways map[string]*knownDevice `json:"gateways,omitempty"`
 }
 

@@ -99,12 +99,13 @@ func advertised(bound string, ips []net.IP) (addr string, loopback bool) {
 	}
 	ip := net.ParseIP(host)
 	if ip != nil && ip.IsUnspecified() {
-		ip = net.IPv6loopback
-		if ip4 := net.ParseIP(host).To4(); ip4 != nil {
-			ip = net.IPv4(127, 0, 0, 1)
-		}
-		if len(ips) > 0 {
+		switch {
+		case len(ips) > 0:
 			ip = ips[0]
+		case ip.To4() != nil:
+			ip = net.IPv4(127, 0, 0, 1)
+		default:
+			ip = net.IPv6loopback
 		}
 		host = ip.String()
 	}
