@@ -69,7 +69,8 @@ type GatewayOptions struct {
 	// device of its own gateway, served at "/", not under /mnt.
 	Self  string
 	Facts Facts
-	// Identity is the key links are made with; nil until TLS is used.
+	// Identity is the key links are made with. It is needed from the
+	// start: Watch dials the devices the store says to dial at once.
 	Identity *Identity
 	// Mount and Unmount put a device's tree at /mnt/ID in the namespace
 	// when the device becomes known, and take it away when forgotten.
@@ -80,11 +81,16 @@ type GatewayOptions struct {
 	Log   *slog.Logger
 }
 
-// NewGateway serves the devices store knows and admits.
-func NewGateway(store *Store, o GatewayOptions) *Gateway {
+// NewGateway serves the devices store knows and admits, making its
+// links with o.Identity. The identity comes first, before anything can
+// dial: a gateway without one would start dialling with no key.
+func NewGateway(store *Store, o GatewayOptions) (*Gateway, error) {
+	if o.Identity == nil {
+		return nil, errors.New("a gateway needs its identity before it starts")
+	}
 	g := &Gateway{o: o, store: store, log: o.Log, devices: map[string]*device{}, mounted: map[string]bool{}, started: time.Now(), dialers: map[string]*dialer{}}
 	g.sync()
-	return g
+	return g, nil
 }
 
 // sync brings the namespace and the links in line with the store: known
@@ -112,6 +118,9 @@ func (g *Gateway) sync() {
 		if d.link != nil {
 			links, ids = append(links, d.link), append(ids, id)
 		}
+		if !slices.Contains(known, id) && d.link == nil {
+			delete(g.devices, id) // forgotten (gsvfs device rm)
+		}
 	}
 	g.mu.Unlock()
 	for _, id := range add {
@@ -124,10 +133,26 @@ func (g *Gateway) sync() {
 		if !g.store.Pinned(ids[i], r.key) {
 			g.log.Warn("closing device link: its key is no longer admitted (device removed or token revoked)", "device", ids[i])
 			r.client.Close()
+			g.dropForgotten(ids[i], r)
 		}
 	}
 	g.syncDialers()
 	g.dropRevokedGateways()
+}
+
+// dropForgotten removes device id, whose link r was just closed (and may
+// have gone offline since), if the store no longer knows it: nothing of
+// a removed device stays in /sys/devices. The store is read after the
+// link was found unpinned, so a device that joined since is never dropped.
+func (g *Gateway) dropForgotten(id string, r *remote) {
+	if g.store.Has(id) {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if d := g.devices[id]; d != nil && (d.link == r || d.link == nil) {
+		delete(g.devices, id)
+	}
 }
 
 // syncDialers keeps one dialler running for each device the gateway is
@@ -167,7 +192,12 @@ func (g *Gateway) dial(ctx context.Context, id string, tok Token) {
 	instance := rand.Text()
 	for ctx.Err() == nil {
 		h := hello{Role: roleGateway, Device: g.o.Self, Token: tok.Secret, Instance: instance}
-		tc, w, err := handshake(ctx, tok, g.identity(), h)
+		tc, w, err := handshake(ctx, tok, g.o.Identity, h)
+		if isFinal(err) {
+			g.log.Error("the device refused this gateway for good; not dialling it again until gsvfs device add gives it a new token",
+				"device", id, "addr", tok.Addr, "err", err)
+			return
+		}
 		if err != nil {
 			g.log.Warn("dialling device failed", "device", id, "addr", tok.Addr, "err", err)
 			b.wait(ctx)
@@ -202,12 +232,8 @@ func (g *Gateway) Watch(ctx context.Context) {
 	}
 }
 
-// SetIdentity gives the gateway the key its links are made with.
-func (g *Gateway) SetIdentity(id *Identity) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.o.Identity = id
-}
+// Identity is the key this gateway's links are made with.
+func (g *Gateway) Identity() *Identity { return g.o.Identity }
 
 // ServeGateways lets gateways that dial this daemon (with a token it
 // issued) be served its export by serve.
@@ -221,12 +247,6 @@ func (g *Gateway) exportServer() func(net.Conn) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.o.Serve
-}
-
-func (g *Gateway) identity() *Identity {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.o.Identity
 }
 
 // linkIdle is how long a device link may stay silent before the gateway
@@ -256,7 +276,7 @@ func (g *Gateway) accept(raw net.Conn) {
 	peer := raw.RemoteAddr().String()
 	ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
 	defer cancel()
-	tc := tls.Server(raw, serverTLS(g.identity()))
+	tc := tls.Server(raw, serverTLS(g.o.Identity))
 	raw.SetDeadline(time.Now().Add(handshakeTimeout))
 	if err := tc.HandshakeContext(ctx); err != nil {
 		g.log.Warn("device link refused: TLS handshake failed", "peer", peer, "err", err)
@@ -286,7 +306,7 @@ func (g *Gateway) accept(raw net.Conn) {
 	}
 	if err != nil {
 		g.log.Warn("device link refused", "peer", peer, "device", h.Device, "key", fp[:12], "err", err)
-		writeFrame(tc, welcome{Error: err.Error()})
+		writeFrame(tc, refusedWelcome(err))
 		tc.Close()
 		return
 	}
@@ -304,13 +324,13 @@ func (g *Gateway) accept(raw net.Conn) {
 func (g *Gateway) serveGateway(tc *tls.Conn, h hello, fp, peer string) {
 	serve := g.exportServer()
 	if serve == nil {
-		writeFrame(tc, welcome{Error: "this daemon exports nothing to gateways"})
+		writeFrame(tc, refusedWelcome(fmt.Errorf("%w: this daemon exports nothing to gateways", ErrRefused)))
 		tc.Close()
 		return
 	}
 	if err := g.store.AdmitGateway(h.Device, fp, h.Token); err != nil {
 		g.log.Warn("gateway link refused", "peer", peer, "gateway", h.Device, "key", fp[:12], "err", err)
-		writeFrame(tc, welcome{Error: err.Error()})
+		writeFrame(tc, refusedWelcome(err))
 		tc.Close()
 		return
 	}

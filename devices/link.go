@@ -50,10 +50,14 @@ const roleGateway = "gateway"
 
 // welcome is the gateway's answer: empty Error means joined. Superseded
 // says another daemon of the same device joined after this one: it has
-// the device's place, and this one stops joining.
+// the device's place, and this one stops joining. Refused says the
+// refusal is final (unknown, expired, revoked or wrong-role token, an id
+// pinned with another key): dialling again with the same credentials
+// cannot succeed, unlike a network error or a busy store.
 type welcome struct {
 	Error      string `json:"error,omitempty"`
 	Superseded bool   `json:"superseded,omitempty"`
+	Refused    bool   `json:"refused,omitempty"`
 	// Device and Facts: a device's answer to a gateway that dialled it.
 	Device string `json:"device,omitempty"`
 	Facts  Facts  `json:"facts"`
@@ -62,6 +66,24 @@ type welcome struct {
 // errSuperseded ends Join: the gateway took a newer daemon of the same
 // device in this one's place.
 var errSuperseded = errors.New("another daemon of this device joined the gateway after this one")
+
+// refusal is a peer's final refusal as the dialling side reads it from a
+// welcome: it is ErrRefused, with the peer's own words.
+type refusal struct{ reason string }
+
+func (r refusal) Error() string      { return r.reason }
+func (refusal) Is(target error) bool { return target == ErrRefused }
+
+// refusedWelcome is the answer that tells a peer err is final if it is.
+func refusedWelcome(err error) welcome {
+	return welcome{Error: err.Error(), Refused: errors.Is(err, ErrRefused)}
+}
+
+// isFinal reports whether err ends the dialling for good: a final
+// refusal, or a newer daemon of the same device in this one's place.
+func isFinal(err error) bool {
+	return errors.Is(err, ErrRefused) || errors.Is(err, errSuperseded)
+}
 
 // handshakeTimeout bounds the TLS handshake and the hellos, so a peer
 // that says nothing cannot hold a connection open.
@@ -165,20 +187,24 @@ type JoinOptions struct {
 	instance string // this daemon's, made by Join
 }
 
-// Join keeps the device joined to its gateway until ctx ends: it dials,
-// serves the link until it ends, and dials again with exponential
-// backoff and jitter (30 s at most). A refusal by the gateway is retried
-// the same way, since the owner may still pin or revoke.
-func Join(ctx context.Context, o JoinOptions) {
+// Join keeps the device joined to its gateway until ctx ends (then it
+// returns nil): it dials, serves the link until it ends, and dials again
+// with exponential backoff and jitter (30 s at most) after a network
+// error or a lost link. A final refusal (isFinal) ends it with that
+// error: the token or the key will not do, and a service manager should
+// show it rather than see the device retry forever.
+func Join(ctx context.Context, o JoinOptions) error {
 	if o.instance == "" {
 		o.instance = rand.Text()
+	}
+	if err := o.Token.CheckRole(RoleDevice); err != nil {
+		return err
 	}
 	var b backoff
 	for ctx.Err() == nil {
 		ended, err := dialOnce(ctx, o)
-		if errors.Is(err, errSuperseded) {
-			o.Log.Error("not joining the gateway again", "gateway", o.Token.Addr, "device", o.Device, "err", err)
-			return
+		if isFinal(err) {
+			return err
 		}
 		if err != nil {
 			o.Log.Warn("join failed", "gateway", o.Token.Addr, "err", err)
@@ -189,11 +215,12 @@ func Join(ctx context.Context, o JoinOptions) {
 				o.Log.Warn("link to gateway lost", "gateway", o.Token.Addr)
 				b.reset()
 			case <-ctx.Done():
-				return
+				return nil
 			}
 		}
 		b.wait(ctx)
 	}
+	return nil
 }
 
 // dialOnce makes one link and hands it to Serve; the returned channel is
@@ -235,9 +262,13 @@ func handshake(ctx context.Context, tok Token, id *Identity, h hello) (*tls.Conn
 		tc.Close()
 		return nil, w, fmt.Errorf("%w: %s", errSuperseded, w.Error)
 	}
+	if w.Refused {
+		tc.Close()
+		return nil, w, refusal{w.Error}
+	}
 	if w.Error != "" {
 		tc.Close()
-		return nil, w, fmt.Errorf("refused: %s", w.Error)
+		return nil, w, fmt.Errorf("refused for now: %s", w.Error)
 	}
 	tc.SetDeadline(time.Time{})
 	return tc, w, nil

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -68,7 +69,7 @@ func startGatewayAt(t *testing.T, dir, addr string) *testGateway {
 		t.Fatal(err)
 	}
 	tg := &testGateway{store: store, id: id, log: &logBuffer{}, mounted: map[string]vfs.Node{}}
-	tg.Gateway = NewGateway(store, GatewayOptions{
+	tg.Gateway, err = NewGateway(store, GatewayOptions{
 		Self: "gw", Identity: id, Log: slog.New(slog.NewTextHandler(tg.log, nil)),
 		Mount: func(id string, n vfs.Node) {
 			tg.mu.Lock()
@@ -81,6 +82,9 @@ func startGatewayAt(t *testing.T, dir, addr string) *testGateway {
 			tg.mu.Unlock()
 		},
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +106,12 @@ func (tg *testGateway) mount(id string) vfs.Node {
 
 func (tg *testGateway) token(t *testing.T, device string) Token {
 	t.Helper()
-	tok, err := tg.store.Issue(tg.addr, tg.id.Fingerprint, device, time.Hour)
+	return tg.tokenFor(t, device, RoleDevice)
+}
+
+func (tg *testGateway) tokenFor(t *testing.T, device string, role Role) Token {
+	t.Helper()
+	tok, err := tg.store.Issue(tg.addr, tg.id.Fingerprint, device, role, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,6 +132,14 @@ func (tg *testGateway) describeOf(t *testing.T, id string) descriptor {
 // the joining.
 func startDevice(t *testing.T, tok Token, id string) (cancel func(), log *logBuffer) {
 	t.Helper()
+	cancel, log, _ = startDeviceEnded(t, tok, id)
+	return cancel, log
+}
+
+// startDeviceEnded is startDevice that also yields what Join returned,
+// once it returns.
+func startDeviceEnded(t *testing.T, tok Token, id string) (cancel func(), log *logBuffer, ended <-chan error) {
+	t.Helper()
 	ident, err := LoadIdentity(filepath.Join(t.TempDir(), "private"))
 	if err != nil {
 		t.Fatal(err)
@@ -131,10 +148,10 @@ func startDevice(t *testing.T, tok Token, id string) (cancel func(), log *logBuf
 	srv := ninep.NewServer(tree, ninep.ServerOptions{})
 	ctx, stop := context.WithCancel(context.Background())
 	log = &logBuffer{}
-	done := make(chan struct{})
+	done, result := make(chan struct{}), make(chan error, 1)
 	go func() {
 		defer close(done)
-		Join(ctx, JoinOptions{Token: tok, Device: id, Identity: ident, Serve: srv.ServeConn,
+		result <- Join(ctx, JoinOptions{Token: tok, Device: id, Identity: ident, Serve: srv.ServeConn,
 			Facts: Facts{Platform: "plan9", Arch: "mips", Implements: []string{"fs.*"}},
 			Log:   slog.New(slog.NewTextHandler(log, nil))})
 	}()
@@ -144,7 +161,7 @@ func startDevice(t *testing.T, tok Token, id string) (cancel func(), log *logBuf
 		<-done
 	}
 	t.Cleanup(cancel)
-	return cancel, log
+	return cancel, log, result
 }
 
 func eventually(t *testing.T, what string, cond func() bool) {
@@ -218,15 +235,14 @@ func TestNewerLinkWins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	join := func(log *logBuffer) (stopped chan struct{}, cancel func()) {
+	join := func(log *logBuffer) (stopped chan error, cancel func()) {
 		srv := ninep.NewServer(vfs.NewStaticDir(nil), ninep.ServerOptions{})
 		t.Cleanup(func() { srv.Close(context.Background()) })
 		ctx, cancel := context.WithCancel(context.Background())
 		t.Cleanup(cancel)
-		stopped = make(chan struct{})
+		stopped = make(chan error, 1)
 		go func() {
-			defer close(stopped)
-			Join(ctx, JoinOptions{Token: tok, Device: "lap", Identity: ident, Serve: srv.ServeConn,
+			stopped <- Join(ctx, JoinOptions{Token: tok, Device: "lap", Identity: ident, Serve: srv.ServeConn,
 				Log: slog.New(slog.NewTextHandler(log, nil))})
 		}()
 		return stopped, cancel
@@ -236,12 +252,12 @@ func TestNewerLinkWins(t *testing.T) {
 	eventually(t, "the first daemon online", func() bool { return gw.describeOf(t, "lap").Online })
 	newDone, _ := join(newLog)
 	select {
-	case <-oldDone:
+	case err := <-oldDone:
+		if !isFinal(err) || !strings.Contains(err.Error(), "newer one wins") {
+			t.Errorf("the older daemon ended with %v, want told that the newer one wins", err)
+		}
 	case <-time.After(10 * time.Second):
 		t.Fatalf("the older daemon still joins:\n%s", oldLog)
-	}
-	if !strings.Contains(oldLog.String(), "newer one wins") {
-		t.Errorf("the older daemon was not told why:\n%s", oldLog)
 	}
 	if !strings.Contains(gw.log.String(), "closing its older link") {
 		t.Errorf("gateway log does not say why the older link went:\n%s", gw.log)
@@ -256,7 +272,7 @@ func TestNewerLinkWins(t *testing.T) {
 
 func TestRevokeClosesLink(t *testing.T) {
 	gw := startGateway(t)
-	_, devLog := startDevice(t, gw.token(t, "lap"), "lap")
+	_, devLog, ended := startDeviceEnded(t, gw.token(t, "lap"), "lap")
 	eventually(t, "lap online", func() bool { return gw.describeOf(t, "lap").Online })
 	toks, _ := gw.store.Tokens()
 	if err := gw.store.Revoke(toks[0].ID); err != nil {
@@ -267,7 +283,15 @@ func TestRevokeClosesLink(t *testing.T) {
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("link closed %v after revocation, want within 2s", d)
 	}
-	eventually(t, "the device told it is refused", func() bool { return strings.Contains(devLog.String(), "revoked") })
+	// Refused for good: the device stops dialling, and says why.
+	select {
+	case err := <-ended:
+		if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "revoked") {
+			t.Errorf("the device's joining ended with %v, want a final refusal saying revoked", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("a revoked device still dials after 20s:\n%s", devLog)
+	}
 	if gw.describeOf(t, "lap").Online {
 		t.Errorf("a revoked device came back")
 	}
@@ -348,7 +372,7 @@ func TestGatewayDialsDevice(t *testing.T) {
 	dev.ServeGateways(srv.ServeConn)
 	dev.o.Self, dev.o.Facts = "desk", Facts{Platform: "linux", Arch: "riscv64"}
 
-	tok := dev.token(t, "gw")
+	tok := dev.tokenFor(t, "gw", RoleGateway)
 	if err := gw.store.AddDialed("desk", tok); err != nil {
 		t.Fatal(err)
 	}
@@ -372,7 +396,7 @@ func TestGatewayDialsDevice(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "desk offline after the device revoked the gateway", func() bool { return !gw.describeOf(t, "desk").Online })
-	eventually(t, "the gateway refused on redial", func() bool { return strings.Contains(gw.log.String(), "revoked") })
+	eventually(t, "the gateway refused on redial, for good", func() bool { return strings.Contains(gw.log.String(), "refused this gateway for good") })
 }
 
 // The edges forget /mnt/ID as they forget any node; the device's tree

@@ -1,6 +1,7 @@
 package devices
 
 import (
+	"cmp"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -11,20 +12,61 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 )
 
-// Token is what a device needs to join a gateway: where to dial, the
-// gateway's key to expect there, and a secret that the gateway keeps only
-// as a hash.
+// Token is what a peer needs to link to a daemon: where to dial, the
+// daemon's key to expect there, and a secret that the daemon keeps only
+// as a hash, with the role it was issued for. Role here only lets the
+// commands say early that a token is used the wrong way; the daemon
+// decides by the role it recorded when it issued the token.
 type Token struct {
 	Addr    string `json:"a"`
 	Gateway string `json:"g"`
 	Secret  string `json:"s"`
 	Device  string `json:"d,omitempty"`
+	Role    Role   `json:"r,omitempty"`
+}
+
+// Role is what a token lets its holder be, and so which way the tree is
+// served on the link it makes: a credential is for one role and one
+// direction.
+type Role string
+
+const (
+	// RoleDevice lets a device join the daemon that issued the token and
+	// be served by it as its client: the issuer reads the device's tree,
+	// never the other way.
+	RoleDevice Role = "device"
+	// RoleGateway lets one gateway dial the daemon that issued the token
+	// (a device that listens) and be served that daemon's export.
+	RoleGateway Role = "gateway"
+)
+
+// orDevice reads a missing role as a device's: tokens issued before roles
+// existed, and their records, are taken in the narrower sense.
+func (r Role) orDevice() Role {
+	if r == "" {
+		return RoleDevice
+	}
+	return r
+}
+
+// CheckRole accepts a token for the use of role, with a message that says
+// how to get the right one.
+func (t Token) CheckRole(role Role) error {
+	switch have := t.Role.orDevice(); {
+	case have == role:
+		return nil
+	case have == RoleDevice:
+		return errors.New("this is a device token: it lets a device join the daemon that issued it, never a gateway dial that daemon (on the device, gsvfs device token --for-gateway issues a gateway token)")
+	default:
+		return errors.New("this is a gateway token: it is for gsvfs device add on a gateway, not for gsvfs serve --join (the gateway's owner issues device tokens with gsvfs device token)")
+	}
 }
 
 const tokenPrefix = "gsvfs1."
@@ -90,7 +132,8 @@ type storeState struct {
 	Tokens  []issued                `json:"tokens"`
 	Devices map[string]*knownDevice `json:"devices"`
 	// Gateways are the gateways that dialled this daemon as a device,
-	// admitted and pinned as devices are; they are not devices of it.
+	// admitted with a gateway token and pinned as devices are; they are
+	// not devices of it, and gsvfs device ls and rm cover them too.
 	Gateways map[string]*knownDevice `json:"gateways,omitempty"`
 }
 
@@ -98,6 +141,7 @@ type storeState struct {
 type issued struct {
 	ID      string    `json:"id"`   // first 12 hex digits of the hash, to name it
 	Hash    string    `json:"hash"` // SHA-256 of the secret
+	Role    Role      `json:"role,omitempty"`
 	Device  string    `json:"device,omitempty"`
 	Expires time.Time `json:"expires"`
 	Revoked bool      `json:"revoked,omitempty"`
@@ -227,23 +271,26 @@ func hashSecret(secret string) string {
 // DefaultTokenLife is how long a token is valid unless told otherwise.
 const DefaultTokenLife = 24 * time.Hour
 
-// Issue makes a token for joining at addr, bound to device if not empty,
-// valid for ttl. The secret is returned once, in the token, and kept
-// only as its hash.
-func (s *Store) Issue(addr, gateway, device string, ttl time.Duration) (Token, error) {
+// Issue makes a token for role at addr, bound to peer id device if not
+// empty, valid for ttl. The secret is returned once, in the token, and
+// kept only as its hash.
+func (s *Store) Issue(addr, gateway, device string, role Role, ttl time.Duration) (Token, error) {
 	if device != "" {
 		if err := CheckID(device); err != nil {
 			return Token{}, err
 		}
 	}
+	if role != RoleDevice && role != RoleGateway {
+		return Token{}, fmt.Errorf("no role %q", role)
+	}
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
 		return Token{}, err
 	}
-	t := Token{Addr: addr, Gateway: gateway, Secret: hex.EncodeToString(b), Device: device}
+	t := Token{Addr: addr, Gateway: gateway, Secret: hex.EncodeToString(b), Device: device, Role: role}
 	h := hashSecret(t.Secret)
 	err := s.update(func(st *storeState) error {
-		st.Tokens = append(st.Tokens, issued{ID: h[:12], Hash: h, Device: device, Expires: s.now().Add(ttl)})
+		st.Tokens = append(st.Tokens, issued{ID: h[:12], Hash: h, Role: role, Device: device, Expires: s.now().Add(ttl)})
 		return nil
 	})
 	return t, err
@@ -277,14 +324,16 @@ func (s *Store) Revoke(id string) error {
 	})
 }
 
-// Forget removes device id: its pinned key, its description, and the
-// tokens it joined with.
+// Forget removes peer id in every role: the device's pinned key,
+// description and dial entry, the gateway's pin, and revokes the tokens
+// it joined with. The daemon then closes every link of that peer.
 func (s *Store) Forget(id string) error {
 	return s.update(func(st *storeState) error {
-		if st.Devices[id] == nil {
-			return fmt.Errorf("no device %q", id)
+		if st.Devices[id] == nil && st.Gateways[id] == nil {
+			return fmt.Errorf("no device or gateway %q", id)
 		}
 		delete(st.Devices, id)
+		delete(st.Gateways, id)
 		for i := range st.Tokens {
 			if st.Tokens[i].UsedBy == id {
 				st.Tokens[i].Revoked = true
@@ -297,6 +346,7 @@ func (s *Store) Forget(id string) error {
 // TokenInfo describes an issued token, never its secret.
 type TokenInfo struct {
 	ID, Device, UsedBy string
+	Role               Role
 	Expires            time.Time
 	Revoked            bool
 }
@@ -306,8 +356,34 @@ func (s *Store) Tokens() ([]TokenInfo, error) {
 	var out []TokenInfo
 	err := s.view(func(st *storeState) {
 		for _, t := range st.Tokens {
-			out = append(out, TokenInfo{ID: t.ID, Device: t.Device, UsedBy: t.UsedBy, Expires: t.Expires, Revoked: t.Revoked})
+			out = append(out, TokenInfo{ID: t.ID, Role: t.Role.orDevice(), Device: t.Device, UsedBy: t.UsedBy, Expires: t.Expires, Revoked: t.Revoked})
 		}
+	})
+	return out, err
+}
+
+// PeerInfo is one pinned peer: a device of this gateway (joined, or
+// dialled by it) or a gateway that dials this daemon.
+type PeerInfo struct {
+	ID, Fingerprint, Token, Description string
+	Role                                Role
+	Dialled                             bool // this daemon dials it (gsvfs device add)
+}
+
+// Peers lists every peer the store knows, in every role, so that no pin
+// exists that the owner cannot see.
+func (s *Store) Peers() ([]PeerInfo, error) {
+	var out []PeerInfo
+	err := s.view(func(st *storeState) {
+		for role, peers := range map[Role]map[string]*knownDevice{RoleDevice: st.Devices, RoleGateway: st.Gateways} {
+			for id, d := range peers {
+				out = append(out, PeerInfo{ID: id, Role: role, Fingerprint: d.Fingerprint, Token: d.Token,
+					Description: d.Description, Dialled: d.Dial != nil})
+			}
+		}
+	})
+	slices.SortFunc(out, func(a, b PeerInfo) int {
+		return cmp.Or(cmp.Compare(a.ID, b.ID), cmp.Compare(a.Role, b.Role))
 	})
 	return out, err
 }
@@ -317,31 +393,61 @@ var ErrRefused = errors.New("join refused")
 
 // Admit decides whether the peer with key fingerprint fp may be device
 // id. A device whose key is pinned is admitted by its key alone; an
-// unknown one needs a live token for that id, and its key is pinned
-// then. Another key for a pinned id is refused whatever the token.
+// unknown one needs a live device token for that id, and its key is
+// pinned then. Another key for a pinned id is refused whatever the token.
 func (s *Store) Admit(id, fp, secret string) error {
-	return s.admit(id, fp, secret, func(st *storeState) map[string]*knownDevice { return st.Devices })
+	return s.admit(id, fp, secret, RoleDevice)
 }
 
-// AdmitGateway is Admit for a gateway that dials this daemon as a device.
+// AdmitGateway is Admit for a gateway that dials this daemon, a device
+// that listens: only a gateway token admits it, never a device token.
 func (s *Store) AdmitGateway(id, fp, secret string) error {
-	return s.admit(id, fp, secret, func(st *storeState) map[string]*knownDevice { return st.Gateways })
+	return s.admit(id, fp, secret, RoleGateway)
 }
 
-func (s *Store) admit(id, fp, secret string, table func(*storeState) map[string]*knownDevice) error {
+// table is the pins of the peers of role.
+func (st *storeState) table(role Role) map[string]*knownDevice {
+	if role == RoleGateway {
+		return st.Gateways
+	}
+	return st.Devices
+}
+
+// pinned reports whether id is pinned in role with key fp. A gateway's
+// pin holds only if it was made with a gateway token: one made with a
+// device token (as daemons before roles allowed) admits nothing.
+func (st *storeState) pinned(role Role, id, fp string) bool {
+	d := st.table(role)[id]
+	if d == nil || d.Fingerprint == "" || subtle.ConstantTimeCompare([]byte(d.Fingerprint), []byte(fp)) != 1 {
+		return false
+	}
+	return role != RoleGateway || st.tokenRole(d.Token) == RoleGateway
+}
+
+// tokenRole is the role of the token named id, device if unknown.
+func (st *storeState) tokenRole(id string) Role {
+	for _, t := range st.Tokens {
+		if t.ID == id {
+			return t.Role.orDevice()
+		}
+	}
+	return RoleDevice
+}
+
+func (s *Store) admit(id, fp, secret string, role Role) error {
 	if err := CheckID(id); err != nil {
 		return fmt.Errorf("%w: %v", ErrRefused, err)
 	}
 	return s.update(func(st *storeState) error {
-		peers := table(st)
+		peers := st.table(role)
 		d := peers[id]
-		if d != nil && d.Fingerprint != "" {
-			if subtle.ConstantTimeCompare([]byte(d.Fingerprint), []byte(fp)) == 1 {
-				return errUnchanged
-			}
-			return fmt.Errorf("%w: device %s joined before with another key", ErrRefused, id)
+		if st.pinned(role, id, fp) {
+			return errUnchanged
 		}
-		t, err := s.liveToken(st, secret, id)
+		if d != nil && d.Fingerprint != "" && d.Fingerprint != fp {
+			return fmt.Errorf("%w: %s %s joined before with another key", ErrRefused, role, id)
+		}
+		t, err := s.liveToken(st, secret, id, role)
 		if err != nil {
 			return err
 		}
@@ -355,11 +461,15 @@ func (s *Store) admit(id, fp, secret string, table func(*storeState) map[string]
 	})
 }
 
-// AddDialed records a device that the gateway dials, with the token the
-// device issued for it: the device's address and key, and the secret
-// that admits the gateway there. The device's key is pinned at once.
+// AddDialed records a device that the gateway dials, with the gateway
+// token the device issued for it: the device's address and key, and the
+// secret that admits the gateway there. The device's key is pinned at
+// once. A device token is refused: it admits a device, not a gateway.
 func (s *Store) AddDialed(id string, tok Token) error {
 	if err := CheckID(id); err != nil {
+		return err
+	}
+	if err := tok.CheckRole(RoleGateway); err != nil {
 		return err
 	}
 	return s.update(func(st *storeState) error {
@@ -393,26 +503,18 @@ func (s *Store) Dialed() map[string]Token {
 var errUnchanged = errors.New("unchanged")
 
 // Pinned reports whether device id is admitted with key fp now.
-func (s *Store) Pinned(id, fp string) bool {
-	ok := false
-	s.view(func(st *storeState) {
-		d := st.Devices[id]
-		ok = d != nil && d.Fingerprint == fp
-	})
-	return ok
-}
+func (s *Store) Pinned(id, fp string) bool { return s.pinnedAs(RoleDevice, id, fp) }
 
 // PinnedGateway reports whether gateway id is admitted with key fp now.
-func (s *Store) PinnedGateway(id, fp string) bool {
+func (s *Store) PinnedGateway(id, fp string) bool { return s.pinnedAs(RoleGateway, id, fp) }
+
+func (s *Store) pinnedAs(role Role, id, fp string) bool {
 	ok := false
-	s.view(func(st *storeState) {
-		d := st.Gateways[id]
-		ok = d != nil && d.Fingerprint == fp
-	})
+	s.view(func(st *storeState) { ok = st.pinned(role, id, fp) })
 	return ok
 }
 
-func (s *Store) liveToken(st *storeState, secret, id string) (*issued, error) {
+func (s *Store) liveToken(st *storeState, secret, id string, role Role) (*issued, error) {
 	if secret == "" {
 		return nil, fmt.Errorf("%w: no token", ErrRefused)
 	}
@@ -423,6 +525,8 @@ func (s *Store) liveToken(st *storeState, secret, id string) (*issued, error) {
 			continue
 		}
 		switch {
+		case t.Role.orDevice() != role:
+			return nil, fmt.Errorf("%w: token %s is a %s token, not a %s token", ErrRefused, t.ID, t.Role.orDevice(), role)
 		case t.Revoked:
 			return nil, fmt.Errorf("%w: token %s is revoked", ErrRefused, t.ID)
 		case !s.now().Before(t.Expires):

@@ -27,7 +27,12 @@ func newStore(t *testing.T) (*Store, *time.Time) {
 
 func issue(t *testing.T, s *Store, device string, ttl time.Duration) Token {
 	t.Helper()
-	tok, err := s.Issue("gw.example:7000", keyA, device, ttl)
+	return issueFor(t, s, device, RoleDevice, ttl)
+}
+
+func issueFor(t *testing.T, s *Store, device string, role Role, ttl time.Duration) Token {
+	t.Helper()
+	tok, err := s.Issue("gw.example:7000", keyA, device, role, ttl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,16 +102,96 @@ func TestRevokeAndForget(t *testing.T) {
 	wantRefused(t, "join after rm with its old token", s.Admit("lap", keyA, tok2.Secret), "revoked")
 }
 
+// A token is for one role: a device token never admits a gateway (whose
+// link would be served this daemon's tree), a gateway token never a
+// device, and each is listed with its role.
+func TestTokenRoles(t *testing.T) {
+	s, _ := newStore(t)
+	dev := issue(t, s, "laptop", time.Hour)
+	gw := issueFor(t, s, "hub", RoleGateway, time.Hour)
+
+	wantRefused(t, "a device token used by a gateway", s.AdmitGateway("laptop", keyA, dev.Secret), "is a device token")
+	wantRefused(t, "a gateway token used by a device", s.Admit("hub", keyB, gw.Secret), "is a gateway token")
+	if s.PinnedGateway("laptop", keyA) || s.Pinned("hub", keyB) {
+		t.Errorf("a refused peer was pinned")
+	}
+	if err := s.AdmitGateway("hub", keyB, gw.Secret); err != nil {
+		t.Fatalf("a gateway with its gateway token: %v", err)
+	}
+	if err := s.Admit("laptop", keyA, dev.Secret); err != nil {
+		t.Fatalf("a device with its device token: %v", err)
+	}
+	if err := s.AddDialed("desk", dev); err == nil || !strings.Contains(err.Error(), "--for-gateway") {
+		t.Errorf("gsvfs device add with a device token: %v, want refused, naming --for-gateway", err)
+	}
+	var roles []string
+	toks, _ := s.Tokens()
+	for _, tk := range toks {
+		roles = append(roles, string(tk.Role))
+	}
+	if got := strings.Join(roles, " "); got != "device gateway" {
+		t.Errorf("token roles: %q", got)
+	}
+	var peers []string
+	ps, _ := s.Peers()
+	for _, p := range ps {
+		peers = append(peers, p.ID+":"+string(p.Role))
+	}
+	if got := strings.Join(peers, " "); got != "hub:gateway laptop:device" {
+		t.Errorf("pinned peers: %q", got)
+	}
+}
+
+// storeText is the store's file as it is on disk.
+func storeText(t *testing.T, s *Store) string {
+	t.Helper()
+	b, err := os.ReadFile(s.file())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// A store written before tokens had roles: its tokens are device
+// tokens, and a gateway pinned with one of them (the hole roles close)
+// admits nothing, with or without the token, until a gateway token.
+func TestOldStoreReadsAsDeviceTokens(t *testing.T) {
+	s, _ := newStore(t)
+	tok := issue(t, s, "laptop", time.Hour)
+	now := storeText(t, s)
+	id := hashSecret(tok.Secret)[:12]
+	old := strings.Replace(now, `"role": "device",`, "", 1)
+	old = strings.Replace(old, `"devices": {}`, `"devices": {}, "gateways": {"laptop": {"fingerprint": "`+keyA+`", "token": "`+id+`"}}`, 1)
+	if old == now || strings.Contains(old, `"role"`) {
+		t.Fatalf("could not write an old store from:\n%s", now)
+	}
+	if err := os.WriteFile(s.file(), []byte(old), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if s.PinnedGateway("laptop", keyA) {
+		t.Errorf("a gateway pinned with a device token is still admitted")
+	}
+	wantRefused(t, "that gateway dialling again", s.AdmitGateway("laptop", keyA, tok.Secret), "is a device token")
+	if toks, _ := s.Tokens(); len(toks) != 1 || toks[0].Role != RoleDevice {
+		t.Errorf("an old token reads as %+v, want a device token", toks)
+	}
+	if ps, _ := s.Peers(); len(ps) != 1 || ps[0].Role != RoleGateway {
+		t.Errorf("the old gateway pin is not listed: %+v", ps)
+	}
+	if err := s.Forget("laptop"); err != nil {
+		t.Fatalf("gsvfs device rm of a gateway pin: %v", err)
+	}
+	if ps, _ := s.Peers(); len(ps) != 0 {
+		t.Errorf("after rm: %+v", ps)
+	}
+}
+
 // The store keeps hashes only: no secret is ever written, and the files
 // are the owner's alone.
 func TestStoreKeepsNoSecret(t *testing.T) {
 	s, _ := newStore(t)
 	tok := issue(t, s, "lap", time.Hour)
-	b, err := os.ReadFile(s.file())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(string(b), tok.Secret) {
+	if strings.Contains(storeText(t, s), tok.Secret) {
 		t.Errorf("the store holds the token's secret")
 	}
 	for _, p := range []string{s.dir, s.file()} {

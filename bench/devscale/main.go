@@ -52,7 +52,7 @@ func main() {
 		id := fmt.Sprintf("d%03d", i)
 		ident, err := devices.LoadIdentity(filepath.Join(tmp, id))
 		check(err)
-		tok, err := store.Issue(addr, gwID.Fingerprint, id, time.Hour)
+		tok, err := store.Issue(addr, gwID.Fingerprint, id, devices.RoleDevice, time.Hour)
 		check(err)
 		tree := vfs.NewStaticDir(map[string]vfs.Node{"hello": vfs.NewTextFile([]byte(id + "\n"))})
 		srv := ninep.NewServer(tree, ninep.ServerOptions{Log: quiet})

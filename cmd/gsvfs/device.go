@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,14 +54,19 @@ func openStore(rootDir func() (string, error)) (*devices.Store, string, error) {
 
 func deviceTokenCommand(rootDir func() (string, error)) *cobra.Command {
 	var device, addr string
+	var forGateway bool
 	var expires time.Duration
 	cmd := &cobra.Command{
-		Use:   "token [--device ID] [--expires DUR] [--addr HOST:PORT]",
-		Short: "print a token a device joins this gateway with",
-		Long: `token prints one join token on stdout. It carries the gateway's address and
-key fingerprint, so a device needs nothing else: gsvfs serve --join TOKEN.
-The gateway keeps only a hash of its secret. It expires (default 24h), can
-be bound to one device id, and once used belongs to that device.`,
+		Use:   "token [--for-gateway] [--device ID] [--expires DUR] [--addr HOST:PORT]",
+		Short: "print a token a device joins this gateway with (or, --for-gateway, a gateway dials this device with)",
+		Long: `token prints one token on stdout. By default it is a device token: a device
+joins this gateway with it (gsvfs serve --join TOKEN) and is served by it,
+never the other way. --for-gateway makes a gateway token instead, for a
+daemon that listens and wants one gateway to dial it (gsvfs device add on
+that gateway): that gateway is then served this daemon's export.
+A token carries this daemon's address and key fingerprint; the daemon keeps
+only a hash of its secret. It expires (default 24h), can be bound to one
+peer id, and once used belongs to that peer.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			store, root, err := openStore(rootDir)
@@ -73,14 +78,18 @@ be bound to one device id, and once used belongs to that device.`,
 				return err
 			}
 			if addr == "" {
-				if addr, err = gatewayAddr(root); err != nil {
+				if addr, err = gatewayAddr(root, cmd.ErrOrStderr()); err != nil {
 					return err
 				}
 			}
 			if expires <= 0 {
 				return errors.New("--expires must be positive")
 			}
-			tok, err := store.Issue(addr, id.Fingerprint, device, expires)
+			role := devices.RoleDevice
+			if forGateway {
+				role = devices.RoleGateway
+			}
+			tok, err := store.Issue(addr, id.Fingerprint, device, role, expires)
 			if err != nil {
 				return err
 			}
@@ -88,16 +97,18 @@ be bound to one device id, and once used belongs to that device.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&device, "device", "", "bind the token to this device id")
+	cmd.Flags().BoolVar(&forGateway, "for-gateway", false, "issue a gateway token: it lets one gateway dial this daemon and be served its export")
+	cmd.Flags().StringVar(&device, "device", "", "bind the token to this peer id (the device's, or with --for-gateway the gateway's)")
 	cmd.Flags().DurationVar(&expires, "expires", devices.DefaultTokenLife, "how long the token is valid")
-	cmd.Flags().StringVar(&addr, "addr", "", "the address devices dial (default the gateway's tls listener)")
+	cmd.Flags().StringVar(&addr, "addr", "", "the address peers dial (default the address the tls listener advertises)")
 	return cmd
 }
 
-// gatewayAddr is where devices reach the gateway of root: the address its
-// running daemon listens on for TLS (an unspecified host replaced by this
-// machine's name).
-func gatewayAddr(root string) (string, error) {
+// gatewayAddr is where peers reach the daemon of root: the address its
+// running daemon advertises for its TLS listener. It warns on warn when
+// that address is loopback, which no other machine or network namespace
+// can dial.
+func gatewayAddr(root string, warn io.Writer) (string, error) {
 	b, err := os.ReadFile(filepath.Join(privateDir(root), "listen"))
 	if err != nil {
 		return "", errors.New("no gateway listens on this state directory (gsvfs serve --listen tls:HOST:PORT); pass --addr")
@@ -106,40 +117,68 @@ func gatewayAddr(root string) (string, error) {
 	if len(addr) == 0 {
 		return "", errors.New("the gateway's listener is unknown; pass --addr")
 	}
-	host, port, err := net.SplitHostPort(addr[0])
-	if err != nil {
-		return "", err
+	a, loopback := advertised(addr[0], routableIPs())
+	if loopback {
+		fmt.Fprintf(warn, "gsvfs: warning: the token names %s, a loopback address: only this machine can use it; pass --addr HOST:PORT with an address its peer can reach\n", a)
 	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
-		if host, err = os.Hostname(); err != nil {
-			return "", err
-		}
-	}
-	return net.JoinHostPort(host, port), nil
+	return a, nil
 }
 
 func deviceLsCommand(rootDir func() (string, error)) *cobra.Command {
 	return &cobra.Command{
 		Use:   "ls",
-		Short: "list the devices the gateway knows, online or not",
+		Short: "list every peer the gateway knows, in every role, online or not",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			root, err := rootDir()
+			store, root, err := openStore(rootDir)
+			if err != nil {
+				return err
+			}
+			peers, err := store.Peers()
 			if err != nil {
 				return err
 			}
 			descs, err := readDevices(root)
 			if err != nil {
-				return err
+				// The pins are listed all the same: no daemon, no link.
+				fmt.Fprintf(cmd.ErrOrStderr(), "gsvfs: %v; listing the pinned peers without their state\n", err)
 			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 8, 2, ' ', 0)
-			fmt.Fprintln(w, "ID\tONLINE\tPLATFORM\tADDRESS\tMOUNT\tDESCRIPTION")
-			for _, d := range descs {
-				fmt.Fprintf(w, "%s\t%v\t%s\t%s\t%s\t%s\n", d.DeviceID, d.Online, dash(d.Platform+"/"+d.Arch), dash(d.Address), d.Mount, d.Description)
+			fmt.Fprintln(w, "ID\tROLE\tONLINE\tPLATFORM\tADDRESS\tMOUNT\tDESCRIPTION")
+			for _, r := range peerRows(peers, descs) {
+				fmt.Fprintln(w, strings.Join(r, "\t"))
 			}
 			return w.Flush()
 		},
 	}
+}
+
+// peerRows is one row per peer for ls: each device of /sys/devices with
+// its state (this daemon's own as "self"), then every pinned peer that
+// /sys/devices does not show (gateways that dial this daemon, and
+// devices when no daemon answers), so that no pin goes unlisted.
+func peerRows(peers []devices.PeerInfo, descs []deviceInfo) [][]string {
+	var rows [][]string
+	shown := map[string]bool{}
+	for _, d := range descs {
+		role := string(devices.RoleDevice)
+		if d.Mount == "/" {
+			role = "self"
+		}
+		shown[d.DeviceID] = true
+		rows = append(rows, []string{d.DeviceID, role, fmt.Sprint(d.Online), dash(d.Platform + "/" + d.Arch), dash(d.Address), d.Mount, d.Description})
+	}
+	for _, p := range peers {
+		if p.Role == devices.RoleDevice && shown[p.ID] {
+			continue
+		}
+		mount := "-"
+		if p.Role == devices.RoleDevice {
+			mount = "/mnt/" + p.ID
+		}
+		rows = append(rows, []string{p.ID, string(p.Role), "-", "-", "-", mount, p.Description})
+	}
+	return rows
 }
 
 func dash(s string) string {
@@ -209,11 +248,13 @@ func deviceAddCommand(rootDir func() (string, error)) *cobra.Command {
 	var addr string
 	cmd := &cobra.Command{
 		Use:   "add ID TOKEN",
-		Short: "dial a device that listens, with a token the device issued",
+		Short: "dial a device that listens, with a gateway token the device issued",
 		Long: `add makes the gateway dial device ID and keep a link to it. The device runs
 gsvfs serve --listen tls:HOST:PORT and issues the token there with
-gsvfs device token; the token carries the device's address and key, and
-admits this gateway. --addr dials another address than the token's.`,
+gsvfs device token --for-gateway; the token carries the device's address
+and key, and admits this gateway. A device token is refused: it lets a
+device join, never a gateway dial. --addr dials another address than the
+token's.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			tok, err := devices.ParseToken(args[1])
@@ -237,7 +278,7 @@ admits this gateway. --addr dials another address than the token's.`,
 func deviceRmCommand(rootDir func() (string, error)) *cobra.Command {
 	return &cobra.Command{
 		Use:   "rm ID",
-		Short: "forget a device: its key, its description, its tokens; its link is closed",
+		Short: "forget a peer in every role: its pinned keys, its description, its tokens; its links are closed",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			store, _, err := openStore(rootDir)
@@ -279,7 +320,7 @@ func deviceTokensCommand(rootDir func() (string, error)) *cobra.Command {
 				return err
 			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 8, 2, ' ', 0)
-			fmt.Fprintln(w, "ID\tDEVICE\tUSED BY\tEXPIRES\tSTATE")
+			fmt.Fprintln(w, "ID\tROLE\tFOR\tUSED BY\tEXPIRES\tSTATE")
 			now := time.Now()
 			for _, t := range tokens {
 				state := "live"
@@ -289,7 +330,7 @@ func deviceTokensCommand(rootDir func() (string, error)) *cobra.Command {
 				case !now.Before(t.Expires):
 					state = "expired"
 				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", t.ID, dash(t.Device), dash(t.UsedBy), t.Expires.Format(time.RFC3339), state)
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Role, dash(t.Device), dash(t.UsedBy), t.Expires.Format(time.RFC3339), state)
 			}
 			return w.Flush()
 		},

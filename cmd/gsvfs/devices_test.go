@@ -98,10 +98,10 @@ func startDevice(t *testing.T, h *netHost, root, id, token string, extra ...stri
 }
 
 // joinToken asks the gateway of root for a token for device id, dialled
-// at addr.
-func joinToken(t *testing.T, root, id, addr string) string {
+// at addr (extra: --for-gateway, for a gateway's token).
+func joinToken(t *testing.T, root, id, addr string, extra ...string) string {
 	t.Helper()
-	out, err := exec.Command(binary, "device", "token", "--root", root, "--device", id, "--addr", addr).Output()
+	out, err := exec.Command(binary, append([]string{"device", "token", "--root", root, "--device", id, "--addr", addr}, extra...)...).Output()
 	if err != nil {
 		t.Fatalf("gsvfs device token: %v", err)
 	}
@@ -189,7 +189,7 @@ func TestDevicesAcrossNamespaces(t *testing.T) {
 	devB := launch(t, &daemon{Root: rootB, prefix: []string{"ip", "netns", "exec", hostB.name}},
 		"serve", "--root", rootB, "--device", "beta", "--listen", "tls:0.0.0.0:0")
 	t.Cleanup(func() { devB.stop(t) })
-	betaTok := joinToken(t, rootB, "gsv", hostB.nsIP+":"+gatewayPort(t, rootB))
+	betaTok := joinToken(t, rootB, "gsv", hostB.nsIP+":"+gatewayPort(t, rootB), "--for-gateway")
 	if out, err := exec.Command(binary, "device", "add", "--root", gw.Root, "beta", betaTok).CombinedOutput(); err != nil {
 		t.Fatalf("gsvfs device add: %v: %s", err, out)
 	}

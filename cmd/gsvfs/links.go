@@ -29,51 +29,112 @@ func splitTLS(listen []string) (tlsAddrs, plain []string) {
 	return tlsAddrs, plain
 }
 
-// startLinks gives the daemon its identity, opens the TLS listeners
-// (devices join there, and gateways added with `gsvfs device add` dial
-// there) and, with --join, keeps the daemon joined to its gateway. Every
-// link a gateway uses is served the export: the tree less the refused
-// paths. It returns the listeners' addresses.
-func startLinks(ctx context.Context, root string, f serveFlags, tlsAddrs []string, t *tree) ([]string, error) {
-	id, err := devices.LoadIdentity(privateDir(root))
-	if err != nil {
-		return nil, err
-	}
-	t.gateway.SetIdentity(id)
+// startLinks opens the TLS listeners (devices join there, and gateways
+// added with `gsvfs device add` dial there) and, with --join, keeps the
+// daemon joined to its gateway. Every link a gateway uses is served the
+// export: the tree less the refused paths. It returns the listeners'
+// addresses, and a channel that yields why the joining ended if the
+// gateway refused this device for good (nil without --join).
+func startLinks(ctx context.Context, root string, f serveFlags, tlsAddrs []string, t *tree) ([]string, <-chan error, error) {
+	id := t.gateway.Identity()
 	export := ninep.NewServer(t.export, ninep.ServerOptions{Log: slog.Default()})
 	context.AfterFunc(ctx, func() { stopNinep(export) })
 	t.gateway.ServeGateways(export.ServeConn)
 	t.edges.add("9p links to gateways", export)
-	var where []string
+	var where, advertise []string
 	for _, addr := range tlsAddrs {
 		lc := net.ListenConfig{}
 		l, err := lc.Listen(ctx, "tcp", addr)
 		if err != nil {
-			return nil, fmt.Errorf("listen on tls:%s: %w", addr, err)
+			return nil, nil, fmt.Errorf("listen on tls:%s: %w", addr, err)
 		}
 		context.AfterFunc(ctx, func() { l.Close() })
 		go t.gateway.Serve(l)
 		where = append(where, "tls:"+l.Addr().String())
 		t.caps.add("devices.gateway")
+		a, loopback := advertised(l.Addr().String(), routableIPs())
+		if loopback {
+			slog.Warn("only a loopback address is known for this listener: tokens made without --addr reach it from this machine alone; give gsvfs device token --addr HOST:PORT",
+				"listen", l.Addr().String())
+		}
+		advertise = append(advertise, a)
 	}
-	if len(tlsAddrs) > 0 {
-		// `gsvfs device token` puts the address in the tokens it makes.
-		var addrs []string
-		for _, w := range where {
-			addrs = append(addrs, strings.TrimPrefix(w, "tls:"))
-		}
-		if err := os.WriteFile(filepath.Join(privateDir(root), "listen"), []byte(strings.Join(addrs, "\n")+"\n"), 0o600); err != nil {
-			return nil, err
+	if len(advertise) > 0 {
+		// `gsvfs device token` puts the first address in the tokens it makes.
+		if err := os.WriteFile(filepath.Join(privateDir(root), "listen"), []byte(strings.Join(advertise, "\n")+"\n"), 0o600); err != nil {
+			return nil, nil, err
 		}
 	}
-	if f.join != "" {
-		tok, err := devices.ParseToken(f.join)
-		if err != nil {
-			return nil, fmt.Errorf("--join: %w", err)
-		}
-		t.caps.add("devices.joined")
-		go devices.Join(ctx, devices.JoinOptions{Token: tok, Device: f.device, Identity: id,
+	if f.join == "" {
+		return where, nil, nil
+	}
+	tok, err := devices.ParseToken(f.join)
+	if err == nil {
+		err = tok.CheckRole(devices.RoleDevice)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("--join: %w", err)
+	}
+	t.caps.add("devices.joined")
+	ended := make(chan error, 1)
+	go func() {
+		err := devices.Join(ctx, devices.JoinOptions{Token: tok, Device: f.device, Identity: id,
 			Facts: localFacts(), Serve: export.ServeConn, Log: slog.Default()})
+		if err != nil {
+			ended <- exitError{fmt.Errorf("--join: the gateway at %s will not take device %s: %w", tok.Addr, f.device, err), exitRefused}
+		}
+	}()
+	return where, ended, nil
+}
+
+// advertised is the address tokens name for a listener bound at bound:
+// its own host when it names one, else the first of ips (the machine's
+// non-loopback addresses, IPv4 first), since a host name may resolve to
+// loopback on the device's side. loopback reports that the address
+// reaches this machine alone.
+func advertised(bound string, ips []net.IP) (addr string, loopback bool) {
+	host, port, err := net.SplitHostPort(bound)
+	if err != nil {
+		return bound, false
 	}
-	return where, nil
+	ip := net.ParseIP(host)
+	if ip != nil && ip.IsUnspecified() {
+		switch {
+		case len(ips) > 0:
+			ip = ips[0]
+		case ip.To4() != nil:
+			ip = net.IPv4(127, 0, 0, 1)
+		default:
+			ip = net.IPv6loopback
+		}
+		host = ip.String()
+	}
+	return net.JoinHostPort(host, port), ip != nil && ip.IsLoopback()
+}
+
+// routableIPs are the addresses of this machine's interfaces that are up
+// and not loopback, unicast beyond the link, IPv4 first.
+func routableIPs() []net.IP {
+	ifaces, err := net.Interfaces()
+	if err != nil {
+		return nil
+	}
+	var v4, v6 []net.IP
+	for _, ifc := range ifaces {
+		if ifc.Flags&net.FlagUp == 0 || ifc.Flags&net.FlagLoopback != 0 {
+			continue
+		}
+		addrs, _ := ifc.Addrs()
+		for _, a := range addrs {
+			ipn, ok := a.(*net.IPNet)
+			switch {
+			case !ok || !ipn.IP.IsGlobalUnicast():
+			case ipn.IP.To4() != nil:
+				v4 = append(v4, ipn.IP)
+			default:
+				v6 = append(v6, ipn.IP)
+			}
+		}
+	}
+	return append(v4, v6...)
 }

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,8 +19,30 @@ var version = "0.1.0-dev"
 func main() {
 	if err := rootCommand().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "gsvfs:", err)
-		os.Exit(1)
+		os.Exit(exitStatus(err))
 	}
+}
+
+// exitError ends gsvfs with a status of its own, which a service manager
+// can tell from other failures (gsvfs-serve(1) EXIT STATUS).
+type exitError struct {
+	error
+	status int
+}
+
+func (e exitError) Unwrap() error { return e.error }
+
+// exitRefused is the status of a device its gateway refused for good:
+// sysexits' EX_CONFIG, since only a new token or key can change that.
+const exitRefused = 78
+
+// exitStatus is 1, or the status an exitError in err carries.
+func exitStatus(err error) int {
+	var e exitError
+	if errors.As(err, &e) {
+		return e.status
+	}
+	return 1
 }
 
 func rootCommand() *cobra.Command {

@@ -115,7 +115,7 @@ func runServe(stdout io.Writer, f serveFlags) error {
 	tree.edges.add("9p "+strings.Join(where, ","), srv)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	linked, err := startLinks(ctx, root, f, tlsAddrs, tree)
+	linked, joinEnded, err := startLinks(ctx, root, f, tlsAddrs, tree)
 	if err != nil {
 		stopNinep(srv)
 		return err
@@ -123,9 +123,15 @@ func runServe(stdout io.Writer, f serveFlags) error {
 	where = append(where, linked...)
 	slog.Info("serving", "root", root, "listen", where, "pid", os.Getpid())
 	fmt.Fprintf(stdout, "gsvfs: serving %s on %s (pid %d)\n", root, strings.Join(where, ", "), os.Getpid())
-	sig := <-sigs
-	slog.Info("shutting down", "signal", sig.String())
-	return stopNinep(srv)
+	select {
+	case sig := <-sigs:
+		slog.Info("shutting down", "signal", sig.String())
+		return stopNinep(srv)
+	case err := <-joinEnded:
+		// Refused for good: exit non-zero, so a service manager shows it.
+		stopNinep(srv)
+		return err
+	}
 }
 
 // listenAddrs parses --listen, defaulting to the state directory's socket.

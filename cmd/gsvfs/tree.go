@@ -232,13 +232,23 @@ func newGateway(root, self string, t *mounts.Table) (*devices.Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	gw := devices.NewGateway(store, devices.GatewayOptions{
-		Self:    self,
-		Facts:   localFacts(),
-		Mount:   func(id string, n vfs.Node) { t.MountAs("/mnt/"+id, n, "device "+id) },
-		Unmount: func(id string, _ vfs.Node) { t.Unmount("/mnt/" + id) },
-		Log:     slog.Default(),
+	// The key first: the gateway dials the devices added to it as soon
+	// as it watches the store.
+	id, err := devices.LoadIdentity(privateDir(root))
+	if err != nil {
+		return nil, err
+	}
+	gw, err := devices.NewGateway(store, devices.GatewayOptions{
+		Self:     self,
+		Facts:    localFacts(),
+		Identity: id,
+		Mount:    func(id string, n vfs.Node) { t.MountAs("/mnt/"+id, n, "device "+id) },
+		Unmount:  func(id string, _ vfs.Node) { t.Unmount("/mnt/" + id) },
+		Log:      slog.Default(),
 	})
+	if err != nil {
+		return nil, err
+	}
 	if err := t.MountAs("/sys/devices", gw.DevicesDir(), "devices"); err != nil {
 		return nil, err
 	}
