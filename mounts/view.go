@@ -1,10 +1,13 @@
 package mounts
 
 import (
+	"context"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/bmatcuk/doublestar/v4"
 
@@ -15,10 +18,28 @@ import (
 // its patterns refuse. A device exports its tree to a gateway through a
 // view, so that `**/.ssh/**` is never reachable from the gateway,
 // whatever the request: a refused name is not found, not listed, and
-// cannot be made or renamed onto (EACCES).
+// cannot be made, renamed or renamed onto (EACCES).
+//
+// A place is refused by what it is on the host, not by the name a
+// request reaches it by: where a host directory serves a path, every
+// name the table gives that host path (a bind of a parent, a second
+// bind, a namespace bind of a tree) is matched, so a second name does not
+// reach what the first one refuses. And a directory that holds a refused
+// path cannot be renamed, so a rename cannot give it a new name either.
 type view struct {
+	t        *Table
 	patterns []string
 }
+
+// hostPather is a backend directory that knows where it is on the host
+// (diskfs).
+type hostPather interface {
+	HostPath() (string, bool)
+}
+
+// maxRenameScan bounds the entries a rename through a view looks
+// through for refused paths; a bigger directory is refused (EACCES).
+const maxRenameScan = 100_000
 
 // Refusing returns the root of the table as seen by a client that must
 // not reach the paths matching patterns (doublestar syntax, matched
@@ -31,15 +52,12 @@ func (t *Table) Refusing(patterns []string) (vfs.Node, error) {
 		}
 	}
 	root := t.nodeAt("/")
-	root.view = &view{patterns: slices.Clone(patterns)}
+	root.view = &view{t: t, patterns: slices.Clone(patterns)}
 	return root, nil
 }
 
-// refuses reports whether p (a clean absolute path) is hidden.
-func (v *view) refuses(p string) bool {
-	if v == nil {
-		return false
-	}
+// matches reports whether p (a clean absolute path) matches a pattern.
+func (v *view) matches(p string) bool {
 	rel := strings.TrimPrefix(path.Clean(p), "/")
 	for _, pat := range v.patterns {
 		if ok, _ := doublestar.Match(pat, rel); ok {
@@ -49,8 +67,132 @@ func (v *view) refuses(p string) bool {
 	return false
 }
 
+// refuses reports whether p (a clean absolute path) is hidden by name.
+func (v *view) refuses(p string) bool { return v != nil && v.matches(p) }
+
+// refusesIn reports whether the entry name of the directory at dir,
+// which is host on the host ("" where no host directory serves it), is
+// hidden under any of its names.
+func (v *view) refusesIn(dir, host, name string) bool {
+	if v == nil {
+		return false
+	}
+	if v.matches(path.Join(dir, name)) {
+		return true
+	}
+	return host != "" && slices.ContainsFunc(v.t.treeNames(path.Join(host, name)), v.matches)
+}
+
+// treeNames lists the paths of the table that serve the host path host:
+// one for each mounted host directory it lies in.
+func (t *Table) treeNames(host string) []string {
+	t.mu.RLock()
+	roots := make(map[string]vfs.Node, len(t.mounts))
+	for p, m := range t.mounts {
+		roots[p] = m.root
+	}
+	t.mu.RUnlock()
+	var out []string
+	for _, p := range slices.Sorted(maps.Keys(roots)) {
+		hp, ok := roots[p].(hostPather)
+		if !ok {
+			continue
+		}
+		dir, ok := hp.HostPath()
+		if rest, in := strings.CutPrefix(host, dir+"/"); ok && in {
+			out = append(out, path.Join(p, rest))
+		}
+	}
+	return out
+}
+
+// hostPath is where the host has the directory n, when its view needs to
+// know ("" otherwise).
+func (n *node) hostPath() string {
+	if n.view == nil {
+		return ""
+	}
+	hp, ok := n.inner.(hostPather)
+	if !ok {
+		return ""
+	}
+	dir, _ := hp.HostPath()
+	return dir
+}
+
+// refuses reports whether n's view hides its entry name.
+func (n *node) refuses(name string) bool {
+	return n.view.refusesIn(n.path, n.hostPath(), name)
+}
+
 // childMounts lists the mount points beneath n that its view shows.
 func (n *node) childMounts() []string {
 	names := n.t.childMounts(n.path)
 	return slices.DeleteFunc(names, func(name string) bool { return n.view.refuses(path.Join(n.path, name)) })
+}
+
+// renameRefused fails (EACCES) a rename through a view of a refused
+// name, onto one, or of a directory holding one, on either side (an
+// exchange moves both).
+func (n *node) renameRefused(ctx context.Context, oldName string, to *node, newName string, flags uint32) error {
+	if n.view == nil {
+		return nil
+	}
+	if n.refuses(oldName) || to.refuses(newName) {
+		return vfs.Error("rename", path.Join(n.path, oldName), syscall.EACCES)
+	}
+	budget := maxRenameScan
+	if n.holdsRefused(ctx, oldName, &budget) {
+		return vfs.Error("rename", path.Join(n.path, oldName), syscall.EACCES)
+	}
+	if flags&vfs.RenameExchange != 0 && to.holdsRefused(ctx, newName, &budget) {
+		return vfs.Error("rename", path.Join(to.path, newName), syscall.EACCES)
+	}
+	return nil
+}
+
+// holdsRefused reports whether the entry name of n is a directory with
+// a refused path somewhere beneath it, looking through at most budget
+// entries; a directory too big to look through counts as holding one.
+func (n *node) holdsRefused(ctx context.Context, name string, budget *int) bool {
+	if n.virtual() {
+		return false
+	}
+	inner, err := n.inner.Lookup(ctx, name)
+	if err != nil {
+		return false // nothing there: the rename itself will say so
+	}
+	a, err := inner.Attr(ctx)
+	if err != nil || !a.IsDir() {
+		return false
+	}
+	dir := n.child(name, inner)
+	h, err := inner.Open(ctx, 0)
+	if err != nil {
+		return true
+	}
+	defer h.Close()
+	dr, ok := h.(vfs.DirReader)
+	if !ok {
+		return true
+	}
+	host := dir.hostPath()
+	for off := uint64(0); ; {
+		entries, err := dr.ReadDir(ctx, off)
+		if err != nil {
+			return true
+		}
+		if len(entries) == 0 {
+			return false
+		}
+		for _, e := range entries {
+			if *budget--; *budget < 0 || dir.view.refusesIn(dir.path, host, e.Name) {
+				return true
+			}
+			if (e.Type == 0 || e.Type == syscall.S_IFDIR) && dir.holdsRefused(ctx, e.Name, budget) {
+				return true
+			}
+			off = e.Next
+		}
+	}
 }
