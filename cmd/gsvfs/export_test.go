@@ -48,12 +48,8 @@ func (g *gateway) join(t *testing.T, root, id string, env []string, args ...stri
 	t.Helper()
 	d := launch(t, &daemon{Root: root, env: env}, append([]string{"serve", "--root", root, "--device", id}, args...)...)
 	t.Cleanup(func() { d.stop(t) })
-	for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
-		if _, err := os.Stat(filepath.Join(g.m.Mnt, "sys/devices", id)); err == nil {
-			break
-		} else if time.Since(start) > 15*time.Second {
-			t.Fatalf("device %s never joined: %v\n%s", id, err, d.log)
-		}
+	if !waitFor(15*time.Second, exists(filepath.Join(g.m.Mnt, "sys/devices", id))) {
+		t.Fatalf("device %s never joined\n%s", id, d.log)
 	}
 	waitOnline(t, g.m.Mnt, id, true, 15*time.Second)
 	return d
@@ -74,6 +70,11 @@ func (g *gateway) walk9p(t *testing.T, p string) ([]byte, error) {
 		return nil, err
 	}
 	return readNode(ctx, dir, path.Base(p))
+}
+
+// exists is a condition for waitFor: p is there.
+func exists(p string) func() bool {
+	return func() bool { _, err := os.Stat(p); return err == nil }
 }
 
 // writeFiles makes each file (and its directories) under dir.
@@ -150,12 +151,8 @@ func TestExportHidesPrivateState(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(g.d.Root, "etc/namespace"), []byte("bind "+up+" /workspaces/up\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
-		if _, err := os.Stat(filepath.Join(g.m.Mnt, "workspaces/up")); err == nil {
-			break
-		} else if time.Since(start) > 10*time.Second {
-			t.Fatalf("the namespace bind never came: %v", err)
-		}
+	if !waitFor(10*time.Second, exists(filepath.Join(g.m.Mnt, "workspaces/up"))) {
+		t.Fatalf("the namespace bind never came")
 	}
 	if err := os.WriteFile(filepath.Join(up, "beside"), nil, 0o644); err != nil {
 		t.Fatal(err)
