@@ -56,11 +56,16 @@ func (t *Table) Refusing(patterns []string) (vfs.Node, error) {
 	return root, nil
 }
 
-// matches reports whether p (a clean absolute path) matches a pattern.
+// matches reports whether p (a clean absolute path) matches a pattern,
+// in any case too: a case-insensitive disk (macOS's, by default) finds
+// .ssh when asked for .SSH.
 func (v *view) matches(p string) bool {
 	rel := strings.TrimPrefix(path.Clean(p), "/")
 	for _, pat := range v.patterns {
 		if ok, _ := doublestar.Match(pat, rel); ok {
+			return true
+		}
+		if ok, _ := doublestar.Match(strings.ToLower(pat), strings.ToLower(rel)); ok {
 			return true
 		}
 	}

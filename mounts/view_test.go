@@ -60,6 +60,9 @@ func TestRefusingView(t *testing.T) {
 	if _, err := vme.Mkdir(ctx, ".ssh", 0o700); vfs.Errno(err) != syscall.EACCES {
 		t.Errorf("mkdir of a refused name: %v, want EACCES", err)
 	}
+	if _, err := vme.Mkdir(ctx, ".SSH", 0o700); vfs.Errno(err) != syscall.EACCES {
+		t.Errorf("mkdir of a refused name in capitals (the same on a case-insensitive disk): %v, want EACCES", err)
+	}
 	if err := vme.Rename(ctx, "notes", vme, ".ssh"); vfs.Errno(err) != syscall.EACCES {
 		t.Errorf("rename onto a refused name: %v, want EACCES", err)
 	}
