@@ -7,6 +7,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -29,6 +30,12 @@ import (
 type view struct {
 	t        *Table
 	patterns []string
+	lower    []string // the patterns in lower case
+	// roots are the host directories mounted in the table, read again
+	// after the table changes (stale) or a root moved on the host.
+	mu    sync.Mutex
+	roots []HostDir
+	stale bool
 }
 
 // hostPather is a backend directory that knows where it is on the host
@@ -51,8 +58,13 @@ func (t *Table) Refusing(patterns []string) (vfs.Node, error) {
 			return nil, fmt.Errorf("bad refuse pattern %q", p)
 		}
 	}
+	v := &view{t: t, patterns: slices.Clone(patterns), stale: true}
+	for _, p := range patterns {
+		v.lower = append(v.lower, strings.ToLower(p))
+	}
+	t.OnChange(func() { v.mu.Lock(); v.stale = true; v.mu.Unlock() })
 	root := t.nodeAt("/")
-	root.view = &view{t: t, patterns: slices.Clone(patterns)}
+	root.view = v
 	return root, nil
 }
 
@@ -61,11 +73,15 @@ func (t *Table) Refusing(patterns []string) (vfs.Node, error) {
 // .ssh when asked for .SSH.
 func (v *view) matches(p string) bool {
 	rel := strings.TrimPrefix(path.Clean(p), "/")
-	for _, pat := range v.patterns {
+	low := strings.ToLower(rel)
+	for i, pat := range v.patterns {
 		if ok, _ := doublestar.Match(pat, rel); ok {
 			return true
 		}
-		if ok, _ := doublestar.Match(strings.ToLower(pat), strings.ToLower(rel)); ok {
+		if low == rel && v.lower[i] == pat {
+			continue // the same match again
+		}
+		if ok, _ := doublestar.Match(v.lower[i], low); ok {
 			return true
 		}
 	}
@@ -82,30 +98,59 @@ func (v *view) refusesIn(dir, host, name string) bool {
 	if v == nil {
 		return false
 	}
-	if v.matches(path.Join(dir, name)) {
+	p := path.Join(dir, name)
+	if v.matches(p) {
 		return true
 	}
-	return host != "" && slices.ContainsFunc(v.t.treeNames(path.Join(host, name)), v.matches)
+	if host == "" {
+		return false
+	}
+	names := v.treeNames(path.Join(host, name))
+	return slices.ContainsFunc(names, func(n string) bool { return n != p && v.matches(n) })
 }
 
 // treeNames lists the paths of the table that serve the host path host:
-// one for each mounted host directory it lies in.
-func (t *Table) treeNames(host string) []string {
+// one for each mounted host directory it lies in. A host path in none of
+// them means a root moved on the host: the roots are read again.
+func (v *view) treeNames(host string) []string {
+	for again := false; ; again = true {
+		var out []string
+		for _, r := range v.hostRoots(again) {
+			if rest, in := strings.CutPrefix(host, r.Dir+"/"); in {
+				out = append(out, path.Join(r.Path, rest))
+			}
+		}
+		if len(out) > 0 || again {
+			return out
+		}
+	}
+}
+
+// hostRoots returns the mounted host directories, read afresh when the
+// table changed or fresh says so.
+func (v *view) hostRoots(fresh bool) []HostDir {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.stale || fresh {
+		v.roots, v.stale = v.t.hostRoots(), false
+	}
+	return v.roots
+}
+
+// hostRoots lists every mount whose root knows where it is on the host.
+func (t *Table) hostRoots() []HostDir {
 	t.mu.RLock()
 	roots := make(map[string]vfs.Node, len(t.mounts))
 	for p, m := range t.mounts {
 		roots[p] = m.root
 	}
 	t.mu.RUnlock()
-	var out []string
+	var out []HostDir
 	for _, p := range slices.Sorted(maps.Keys(roots)) {
-		hp, ok := roots[p].(hostPather)
-		if !ok {
-			continue
-		}
-		dir, ok := hp.HostPath()
-		if rest, in := strings.CutPrefix(host, dir+"/"); ok && in {
-			out = append(out, path.Join(p, rest))
+		if hp, ok := roots[p].(hostPather); ok {
+			if dir, ok := hp.HostPath(); ok {
+				out = append(out, HostDir{Path: p, Dir: dir})
+			}
 		}
 	}
 	return out
