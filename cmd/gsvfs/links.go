@@ -95,6 +95,7 @@ func joinSecret(flag, file string) (string, error) {
 	case file != "":
 		return readJoinFile(file)
 	case flag != "":
+		slog.Warn("--join puts the token in the command line, which every user of this machine can read (ps); use --join-file or " + joinEnv)
 		return flag, nil
 	case fromEnv:
 		if strings.TrimSpace(env) == "" {
