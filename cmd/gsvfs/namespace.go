@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"syscall"
 	"time"
 
 	"github.com/gsvfs/gsvfs/mounts"
@@ -63,9 +62,6 @@ type hostDirFunc func(dir string) (vfs.Node, error)
 func hostTrees(hide *diskfs.Hidden) hostDirFunc {
 	return func(dir string) (vfs.Node, error) {
 		d, err := diskfs.NewHiding(dir, hide)
-		if vfs.Errno(err) == syscall.EACCES {
-			return nil, fmt.Errorf("%s is, or is inside, the daemon's private state directory, which no tree serves: %w", dir, err)
-		}
 		if err != nil {
 			return nil, err
 		}

@@ -119,7 +119,7 @@ func (h *Hidden) checkRoot(dir string, fd int) error {
 	for _, d := range h.list() {
 		for i, id := range up {
 			if d.is(id) && (i == 0 || d.sealed) {
-				return vfs.Error("open", dir, syscall.EACCES)
+				return &fs.PathError{Op: "open", Path: dir, Err: ErrHidden}
 			}
 		}
 	}

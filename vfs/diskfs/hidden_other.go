@@ -57,7 +57,7 @@ func (h *Hidden) checkDir(dir string) error {
 		if fi, err := os.Stat(p); err == nil {
 			for i, d := range h.dirs {
 				if os.SameFile(d, fi) && (first || h.sealed[i]) {
-					return vfs.Error("open", dir, syscall.EACCES)
+					return &fs.PathError{Op: "open", Path: dir, Err: ErrHidden}
 				}
 			}
 		}
