@@ -2,7 +2,6 @@ package mounts
 
 import (
 	"context"
-	"path"
 	"slices"
 	"syscall"
 
@@ -98,6 +97,9 @@ type dirHandle struct {
 	inner  vfs.Handle // nil for a virtual directory
 	dr     vfs.DirReader
 	mounts []string
+	// host is where the host has the directory, for its view's
+	// refusals ("" where none applies).
+	host string
 }
 
 func (d *dirHandle) ReadDir(ctx context.Context, off uint64) ([]vfs.DirEntry, error) {
@@ -121,7 +123,7 @@ func (d *dirHandle) ReadDir(ctx context.Context, off uint64) ([]vfs.DirEntry, er
 		}
 		for _, e := range entries {
 			off = vfs.ShiftDirOffset(e.Next, k)
-			if slices.Contains(d.mounts, e.Name) || d.n.view.refuses(path.Join(d.n.path, e.Name)) {
+			if slices.Contains(d.mounts, e.Name) || d.n.view.refusesIn(d.n.path, d.host, e.Name) {
 				continue
 			}
 			e.Ino = d.n.mnt.fold(e.Ino)

@@ -80,7 +80,7 @@ func (n *node) Lookup(ctx context.Context, name string) (_ vfs.Node, err error) 
 		return nil, err
 	}
 	p := path.Join(n.path, name)
-	if n.view.refuses(p) {
+	if n.refuses(name) {
 		return nil, vfs.Error("lookup", p, syscall.ENOENT)
 	}
 	if n.t.mountAt(p) != nil {
@@ -120,7 +120,7 @@ func (n *node) Open(ctx context.Context, flags int) (_ vfs.Handle, err error) {
 // the mount points beneath and folded inode numbers.
 func (n *node) wrap(h vfs.Handle) vfs.Handle {
 	if dr, ok := h.(vfs.DirReader); ok {
-		return &dirHandle{n: n, inner: h, dr: dr, mounts: n.childMounts()}
+		return &dirHandle{n: n, inner: h, dr: dr, mounts: n.childMounts(), host: n.hostPath()}
 	}
 	fh := &fileHandle{inner: h, n: n}
 	if fl, ok := h.(vfs.Flusher); ok {
@@ -136,7 +136,7 @@ func (n *node) mutable(op, name string) error {
 		return err
 	}
 	p := path.Join(n.path, name)
-	if n.view.refuses(p) {
+	if n.refuses(name) {
 		return vfs.Error(op, p, syscall.ENOENT)
 	}
 	if n.virtual() {
@@ -151,8 +151,8 @@ func (n *node) mutable(op, name string) error {
 // creating is mutable, but an existing mount point is EEXIST, as for any
 // existing name.
 func (n *node) creating(op, name string) error {
-	if p := path.Join(n.path, name); n.view.refuses(p) {
-		return vfs.Error(op, p, syscall.EACCES)
+	if n.refuses(name) {
+		return vfs.Error(op, path.Join(n.path, name), syscall.EACCES)
 	}
 	err := n.mutable(op, name)
 	if vfs.Errno(err) == syscall.EBUSY {
@@ -227,15 +227,18 @@ func (n *node) Rename(ctx context.Context, oldName string, newDir vfs.Node, newN
 // them (vfs.FlagRenamer); elsewhere any flag is EINVAL.
 func (n *node) RenameFlags(ctx context.Context, oldName string, newDir vfs.Node, newName string, flags uint32) (err error) {
 	defer n.tally(&err)
-	if err := n.mutable("rename", oldName); err != nil {
+	if err := vfs.CheckName("rename", oldName); err != nil {
 		return err
 	}
 	to, err := n.peer("rename", newDir)
 	if err != nil {
 		return err
 	}
-	if err := to.creating("rename", newName); vfs.Errno(err) == syscall.EACCES {
-		return err // onto a refused name
+	if err := n.renameRefused(ctx, oldName, to, newName, flags); err != nil {
+		return err
+	}
+	if err := n.mutable("rename", oldName); err != nil {
+		return err
 	}
 	if err := to.mutable("rename", newName); err != nil {
 		return err

@@ -1,10 +1,14 @@
 package mounts
 
 import (
+	"context"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strings"
+	"sync"
+	"syscall"
 
 	"github.com/bmatcuk/doublestar/v4"
 
@@ -15,10 +19,34 @@ import (
 // its patterns refuse. A device exports its tree to a gateway through a
 // view, so that `**/.ssh/**` is never reachable from the gateway,
 // whatever the request: a refused name is not found, not listed, and
-// cannot be made or renamed onto (EACCES).
+// cannot be made, renamed or renamed onto (EACCES).
+//
+// A place is refused by what it is on the host, not by the name a
+// request reaches it by: where a host directory serves a path, every
+// name the table gives that host path (a bind of a parent, a second
+// bind, a namespace bind of a tree) is matched, so a second name does not
+// reach what the first one refuses. And a directory that holds a refused
+// path cannot be renamed, so a rename cannot give it a new name either.
 type view struct {
+	t        *Table
 	patterns []string
+	lower    []string // the patterns in lower case
+	// roots are the host directories mounted in the table, read again
+	// after the table changes (stale) or a root moved on the host.
+	mu    sync.Mutex
+	roots []HostDir
+	stale bool
 }
+
+// hostPather is a backend directory that knows where it is on the host
+// (diskfs).
+type hostPather interface {
+	HostPath() (string, bool)
+}
+
+// maxRenameScan bounds the entries a rename through a view looks
+// through for refused paths; a bigger directory is refused (EACCES).
+const maxRenameScan = 100_000
 
 // Refusing returns the root of the table as seen by a client that must
 // not reach the paths matching patterns (doublestar syntax, matched
@@ -30,27 +58,191 @@ func (t *Table) Refusing(patterns []string) (vfs.Node, error) {
 			return nil, fmt.Errorf("bad refuse pattern %q", p)
 		}
 	}
+	v := &view{t: t, patterns: slices.Clone(patterns), stale: true}
+	for _, p := range patterns {
+		v.lower = append(v.lower, strings.ToLower(p))
+	}
+	t.OnChange(func() { v.mu.Lock(); v.stale = true; v.mu.Unlock() })
 	root := t.nodeAt("/")
-	root.view = &view{patterns: slices.Clone(patterns)}
+	root.view = v
 	return root, nil
 }
 
-// refuses reports whether p (a clean absolute path) is hidden.
-func (v *view) refuses(p string) bool {
-	if v == nil {
-		return false
-	}
+// matches reports whether p (a clean absolute path) matches a pattern,
+// in any case too: a case-insensitive disk (macOS's, by default) finds
+// .ssh when asked for .SSH.
+func (v *view) matches(p string) bool {
 	rel := strings.TrimPrefix(path.Clean(p), "/")
-	for _, pat := range v.patterns {
+	low := strings.ToLower(rel)
+	for i, pat := range v.patterns {
 		if ok, _ := doublestar.Match(pat, rel); ok {
+			return true
+		}
+		if low == rel && v.lower[i] == pat {
+			continue // the same match again
+		}
+		if ok, _ := doublestar.Match(v.lower[i], low); ok {
 			return true
 		}
 	}
 	return false
 }
 
+// refuses reports whether p (a clean absolute path) is hidden by name.
+func (v *view) refuses(p string) bool { return v != nil && v.matches(p) }
+
+// refusesIn reports whether the entry name of the directory at dir,
+// which is host on the host ("" where no host directory serves it), is
+// hidden under any of its names.
+func (v *view) refusesIn(dir, host, name string) bool {
+	if v == nil {
+		return false
+	}
+	p := path.Join(dir, name)
+	if v.matches(p) {
+		return true
+	}
+	if host == "" {
+		return false
+	}
+	names := v.treeNames(path.Join(host, name))
+	return slices.ContainsFunc(names, func(n string) bool { return n != p && v.matches(n) })
+}
+
+// treeNames lists the paths of the table that serve the host path host:
+// one for each mounted host directory it lies in. A host path in none of
+// them means a root moved on the host: the roots are read again.
+func (v *view) treeNames(host string) []string {
+	for again := false; ; again = true {
+		var out []string
+		for _, r := range v.hostRoots(again) {
+			if rest, in := strings.CutPrefix(host, r.Dir+"/"); in {
+				out = append(out, path.Join(r.Path, rest))
+			}
+		}
+		if len(out) > 0 || again {
+			return out
+		}
+	}
+}
+
+// hostRoots returns the mounted host directories, read afresh when the
+// table changed or fresh says so.
+func (v *view) hostRoots(fresh bool) []HostDir {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.stale || fresh {
+		v.roots, v.stale = v.t.hostRoots(), false
+	}
+	return v.roots
+}
+
+// hostRoots lists every mount whose root knows where it is on the host.
+func (t *Table) hostRoots() []HostDir {
+	t.mu.RLock()
+	roots := make(map[string]vfs.Node, len(t.mounts))
+	for p, m := range t.mounts {
+		roots[p] = m.root
+	}
+	t.mu.RUnlock()
+	var out []HostDir
+	for _, p := range slices.Sorted(maps.Keys(roots)) {
+		if hp, ok := roots[p].(hostPather); ok {
+			if dir, ok := hp.HostPath(); ok {
+				out = append(out, HostDir{Path: p, Dir: dir})
+			}
+		}
+	}
+	return out
+}
+
+// hostPath is where the host has the directory n, when its view needs to
+// know ("" otherwise).
+func (n *node) hostPath() string {
+	if n.view == nil {
+		return ""
+	}
+	hp, ok := n.inner.(hostPather)
+	if !ok {
+		return ""
+	}
+	dir, _ := hp.HostPath()
+	return dir
+}
+
+// refuses reports whether n's view hides its entry name.
+func (n *node) refuses(name string) bool {
+	return n.view.refusesIn(n.path, n.hostPath(), name)
+}
+
 // childMounts lists the mount points beneath n that its view shows.
 func (n *node) childMounts() []string {
 	names := n.t.childMounts(n.path)
 	return slices.DeleteFunc(names, func(name string) bool { return n.view.refuses(path.Join(n.path, name)) })
+}
+
+// renameRefused fails (EACCES) a rename through a view of a refused
+// name, onto one, or of a directory holding one, on either side (an
+// exchange moves both).
+func (n *node) renameRefused(ctx context.Context, oldName string, to *node, newName string, flags uint32) error {
+	if n.view == nil {
+		return nil
+	}
+	if n.refuses(oldName) || to.refuses(newName) {
+		return vfs.Error("rename", path.Join(n.path, oldName), syscall.EACCES)
+	}
+	budget := maxRenameScan
+	if n.holdsRefused(ctx, oldName, &budget) {
+		return vfs.Error("rename", path.Join(n.path, oldName), syscall.EACCES)
+	}
+	if flags&vfs.RenameExchange != 0 && to.holdsRefused(ctx, newName, &budget) {
+		return vfs.Error("rename", path.Join(to.path, newName), syscall.EACCES)
+	}
+	return nil
+}
+
+// holdsRefused reports whether the entry name of n is a directory with
+// a refused path somewhere beneath it, looking through at most budget
+// entries; a directory too big to look through counts as holding one.
+func (n *node) holdsRefused(ctx context.Context, name string, budget *int) bool {
+	if n.virtual() {
+		return false
+	}
+	inner, err := n.inner.Lookup(ctx, name)
+	if err != nil {
+		return false // nothing there: the rename itself will say so
+	}
+	a, err := inner.Attr(ctx)
+	if err != nil || !a.IsDir() {
+		return false
+	}
+	dir := n.child(name, inner)
+	h, err := inner.Open(ctx, 0)
+	if err != nil {
+		return true
+	}
+	defer h.Close()
+	dr, ok := h.(vfs.DirReader)
+	if !ok {
+		return true
+	}
+	host := dir.hostPath()
+	for off := uint64(0); ; {
+		entries, err := dr.ReadDir(ctx, off)
+		if err != nil {
+			return true
+		}
+		if len(entries) == 0 {
+			return false
+		}
+		for _, e := range entries {
+			if *budget--; *budget < 0 || dir.view.refusesIn(dir.path, host, e.Name) {
+				return true
+			}
+			if (e.Type == 0 || e.Type == syscall.S_IFDIR) && dir.holdsRefused(ctx, e.Name, budget) {
+				return true
+			}
+			off = e.Next
+		}
+	}
 }

@@ -2,11 +2,13 @@ package mounts
 
 import (
 	"os"
+	"path/filepath"
 	"slices"
 	"syscall"
 	"testing"
 
 	"github.com/gsvfs/gsvfs/vfs"
+	"github.com/gsvfs/gsvfs/vfs/diskfs"
 )
 
 // A refusing view hides what its patterns match, whatever the request,
@@ -58,14 +60,68 @@ func TestRefusingView(t *testing.T) {
 	if _, err := vme.Mkdir(ctx, ".ssh", 0o700); vfs.Errno(err) != syscall.EACCES {
 		t.Errorf("mkdir of a refused name: %v, want EACCES", err)
 	}
+	if _, err := vme.Mkdir(ctx, ".SSH", 0o700); vfs.Errno(err) != syscall.EACCES {
+		t.Errorf("mkdir of a refused name in capitals (the same on a case-insensitive disk): %v, want EACCES", err)
+	}
 	if err := vme.Rename(ctx, "notes", vme, ".ssh"); vfs.Errno(err) != syscall.EACCES {
 		t.Errorf("rename onto a refused name: %v, want EACCES", err)
 	}
-	if err := vme.Rename(ctx, ".ssh", vme, "keys"); vfs.Errno(err) != syscall.ENOENT {
-		t.Errorf("rename of a refused name: %v, want ENOENT", err)
+	if err := vme.Rename(ctx, ".ssh", vme, "keys"); vfs.Errno(err) != syscall.EACCES {
+		t.Errorf("rename of a refused name: %v, want EACCES", err)
 	}
 	// The table's own root still sees everything.
 	if got := names(t, walk(t, root, "home", "me")); !slices.Equal(got, []string{".ssh", "notes"}) {
 		t.Errorf("the whole table lists %v in /home/me", got)
+	}
+}
+
+// A view refuses a host path under every name the table gives it, and no
+// rename through it moves a refused path to a name that is not refused.
+func TestRefusingViewByHostPath(t *testing.T) {
+	host := t.TempDir()
+	for _, p := range []string{"me/secrets/s.txt", "me/plain/f"} {
+		if err := os.MkdirAll(filepath.Join(host, filepath.Dir(p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(host, p), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tab := New()
+	for at, dir := range map[string]string{"/home": host, "/workspaces/me": filepath.Join(host, "me")} {
+		d, err := diskfs.New(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tab.Mount(at, d.Root()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	view, err := tab.Refusing([]string{"home/me/secrets/**"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := walk(t, view, "workspaces", "me")
+	if _, err := second.Lookup(ctx, "secrets"); vfs.Errno(err) != syscall.ENOENT {
+		t.Errorf("lookup of the refused directory by its second name: %v, want ENOENT", err)
+	}
+	if got := names(t, second); !slices.Equal(got, []string{"plain"}) {
+		t.Errorf("the second name lists %v, want [plain]", got)
+	}
+	home, me := walk(t, view, "home"), walk(t, view, "home", "me")
+	for _, c := range []struct {
+		from     vfs.Node
+		old, new string
+		want     syscall.Errno
+	}{
+		{home, "me", "me2", syscall.EACCES},         // holds the refused tree
+		{me, "secrets", "open", syscall.EACCES},     // the refused tree itself
+		{second, "secrets", "open", syscall.EACCES}, // by its second name
+		{me, "plain", "secrets", syscall.EACCES},    // onto it
+		{me, "plain", "plain2", 0},
+	} {
+		if err := c.from.Rename(ctx, c.old, c.from, c.new); vfs.Errno(err) != c.want {
+			t.Errorf("rename %s to %s: %v, want %v", c.old, c.new, err, c.want)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/gsvfs/gsvfs/devices"
 	"github.com/gsvfs/gsvfs/vfs/ninep"
@@ -79,7 +80,7 @@ func startLinks(ctx context.Context, root string, f serveFlags, tlsAddrs []strin
 	ended := make(chan error, 1)
 	go func() {
 		err := devices.Join(ctx, devices.JoinOptions{Token: tok, Device: f.device, Identity: id,
-			Facts: localFacts(), Serve: export.ServeConn, Log: slog.Default()})
+			Facts: localFacts(!f.noSessions), Serve: export.ServeConn, Log: slog.Default()})
 		if err != nil {
 			ended <- exitError{fmt.Errorf("--join: the gateway at %s will not take device %s: %w", tok.Addr, f.device, err), exitRefused}
 		}
@@ -137,4 +138,68 @@ func routableIPs() []net.IP {
 		}
 	}
 	return append(v4, v6...)
+}
+
+// joinEnv is the environment variable a join token may come in: unlike
+// --join, it is not shown by ps to other users.
+const joinEnv = "GSVFS_JOIN"
+
+// joinSecret is the join token of --join, --join-file or $GSVFS_JOIN (at
+// most one of them), or "" for none. The variable is taken out of the
+// environment, so nothing the daemon starts inherits it.
+func joinSecret(flag, file string) (string, error) {
+	env, fromEnv := os.LookupEnv(joinEnv)
+	os.Unsetenv(joinEnv)
+	switch {
+	case flag != "" && file != "":
+		return "", fmt.Errorf("--join and --join-file: give the token one way")
+	case file != "":
+		return readJoinFile(file)
+	case flag != "":
+		slog.Warn("--join puts the token in the command line, which every user of this machine can read (ps); use --join-file or " + joinEnv)
+		return flag, nil
+	case fromEnv:
+		if strings.TrimSpace(env) == "" {
+			return "", fmt.Errorf("%s is set but empty: put the token from `gsvfs device token` in it, or unset it", joinEnv)
+		}
+		return strings.TrimSpace(env), nil
+	}
+	return "", nil
+}
+
+// readJoinFile reads a token from a file that only its owner (this user,
+// or root) can read or change, as ssh does with a private key: a token
+// others could read is a token others could use.
+func readJoinFile(file string) (string, error) {
+	fi, err := os.Stat(file)
+	if err != nil {
+		return "", fmt.Errorf("--join-file: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("--join-file %s: not a regular file", file)
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return "", fmt.Errorf("--join-file %s: mode %04o lets other users read or change the token; run chmod 600 %s", file, perm, file)
+	}
+	if uid, ok := fileOwner(fi); ok && uid != os.Geteuid() && uid != 0 {
+		return "", fmt.Errorf("--join-file %s: owned by uid %d, not by this user (%d) or root", file, uid, os.Geteuid())
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("--join-file: %w", err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" {
+		return "", fmt.Errorf("--join-file %s is empty: put the token from `gsvfs device token` in it", file)
+	}
+	return tok, nil
+}
+
+// fileOwner is the uid that owns the file fi describes.
+func fileOwner(fi os.FileInfo) (int, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return int(st.Uid), true
 }

@@ -17,7 +17,7 @@ import (
 // etc/namespace, /etc/namespace in the tree) to t now and again within
 // half a second of every change, made through the tree or on disk, until
 // ctx ends. A file refused is logged, and /sys/mounts says why.
-func watchNamespace(ctx context.Context, t *mounts.Table, file string) {
+func watchNamespace(ctx context.Context, t *mounts.Table, file string, hostDir hostDirFunc) {
 	var stamp time.Time
 	var size int64 = -1
 	tick := time.NewTicker(500 * time.Millisecond)
@@ -27,11 +27,11 @@ func watchNamespace(ctx context.Context, t *mounts.Table, file string) {
 		switch {
 		case err != nil && size != -2:
 			stamp, size = time.Time{}, -2 // gone, or not there yet: no binds
-			applyNamespace(ctx, t, file, "")
+			applyNamespace(ctx, t, file, "", hostDir)
 		case err == nil && (!fi.ModTime().Equal(stamp) || fi.Size() != size):
 			stamp, size = fi.ModTime(), fi.Size()
 			if text, err := os.ReadFile(file); err == nil {
-				applyNamespace(ctx, t, file, string(text))
+				applyNamespace(ctx, t, file, string(text), hostDir)
 			}
 		}
 		select {
@@ -42,8 +42,8 @@ func watchNamespace(ctx context.Context, t *mounts.Table, file string) {
 	}
 }
 
-func applyNamespace(ctx context.Context, t *mounts.Table, file, text string) {
-	if err := t.ApplyNamespace(ctx, text, mounts.Resolvers{HostDir: hostTree, Dial: dialServer}); err != nil {
+func applyNamespace(ctx context.Context, t *mounts.Table, file, text string, hostDir hostDirFunc) {
+	if err := t.ApplyNamespace(ctx, text, mounts.Resolvers{HostDir: hostDir, Dial: dialServer}); err != nil {
 		slog.Warn("namespace refused; the binds before it stay", "file", file, "err", err)
 		return
 	}
@@ -52,14 +52,21 @@ func applyNamespace(ctx context.Context, t *mounts.Table, file, text string) {
 	}
 }
 
-// hostTree serves a host directory bound into the tree, confined as the
-// state directory's own trees are.
-func hostTree(dir string) (vfs.Node, error) {
-	d, err := diskfs.New(dir)
-	if err != nil {
-		return nil, err
+// hostDirFunc serves a host directory as a tree.
+type hostDirFunc func(dir string) (vfs.Node, error)
+
+// hostTrees serves host directories bound into the tree (--bind, the
+// namespace's lines), confined as the state directory's own trees are and,
+// like them, never showing what hide holds: the daemon's state, whatever
+// parent of it a bind names.
+func hostTrees(hide *diskfs.Hidden) hostDirFunc {
+	return func(dir string) (vfs.Node, error) {
+		d, err := diskfs.NewHiding(dir, hide)
+		if err != nil {
+			return nil, err
+		}
+		return d.Root(), nil
 	}
-	return d.Root(), nil
 }
 
 // dialServer reaches the 9P server of a namespace's mount line. Only a

@@ -25,6 +25,8 @@ type serveFlags struct {
 	listen      []string
 	device      string
 	join        string
+	joinFile    string
+	noSessions  bool
 	binds       []string
 	refuse      []string
 	insecureTCP bool
@@ -64,7 +66,9 @@ gets the server's rights (root's, for a server run as root), commands in
 	cmd.Flags().StringVar(&f.device, "device", defaultDevice, "this machine's device id, in /sys/devices and at a gateway's /mnt/ID")
 	cmd.Flags().StringArrayVar(&f.binds, "bind", nil, "serve the host directory HOSTDIR at PATH of the tree, as HOSTDIR:PATH (repeatable)")
 	cmd.Flags().StringArrayVar(&f.refuse, "refuse", nil, "never export paths matching this pattern to a gateway, such as '**/secrets/**' (repeatable; added to the defaults, see gsvfs-devices(7))")
-	cmd.Flags().StringVar(&f.join, "join", "", "join the gateway this token (from `gsvfs device token`) names, and stay joined")
+	cmd.Flags().StringVar(&f.join, "join", "", "join the gateway this token (from `gsvfs device token`) names, and stay joined; other users see it in ps: prefer --join-file or GSVFS_JOIN")
+	cmd.Flags().StringVar(&f.joinFile, "join-file", "", "read the --join token from this file, which only its owner may read (mode 0600)")
+	cmd.Flags().BoolVar(&f.noSessions, "no-sessions", false, "serve no /proc: a gateway this daemon joins gets its files, never its user's shell")
 	cmd.Flags().BoolVar(&f.insecureTCP, "insecure-tcp", false, "allow an unauthenticated loopback TCP listener: every local user gets the server's rights (root's, if run as root), including running commands through /proc")
 	cmd.Flags().StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the server to this file until it exits")
 	cmd.Flags().MarkHidden("cpuprofile")
@@ -78,6 +82,9 @@ func runServe(stdout io.Writer, f serveFlags) error {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	root, err := prepareRoot(f.root)
 	if err != nil {
+		return err
+	}
+	if f.join, err = joinSecret(f.join, f.joinFile); err != nil {
 		return err
 	}
 	tlsAddrs, plain := splitTLS(f.listen)
@@ -95,13 +102,13 @@ func runServe(stdout io.Writer, f serveFlags) error {
 	}
 	defer stopProfile()
 	refuse := append(slices.Clone(defaultRefused), f.refuse...)
-	tree, err := buildTree(root, treeOptions{self: f.device, sessions: f.sessions.config(),
+	tree, err := buildTree(root, treeOptions{self: f.device, sessions: f.sessions.config(), noSessions: f.noSessions,
 		binds: f.binds, refuse: refuse, explicit: f.sessions.explicit,
 		facts: []sysfs.ConfigKey{
 			fact("root", root), fact("listen", strings.Join(f.listen, " ")), fact("device", f.device),
 			{Name: "join", Secret: true, Get: func() string { return f.join }},
 			fact("bind", strings.Join(f.binds, " ")), fact("refuse", strings.Join(refuse, " ")),
-			fact("insecure-tcp", strconv.FormatBool(f.insecureTCP)),
+			fact("insecure-tcp", strconv.FormatBool(f.insecureTCP)), fact("no-sessions", strconv.FormatBool(f.noSessions)),
 		}})
 	if err != nil {
 		return err

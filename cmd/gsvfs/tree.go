@@ -98,8 +98,11 @@ func makeTree(dir string, mode os.FileMode) error {
 type treeOptions struct {
 	self     string // this machine's device id
 	sessions shelld.Config
-	binds    []string // HOSTDIR:PATH, host directories served at PATH
-	refuse   []string // patterns a device's link does not export
+	// noSessions serves no /proc and runs no crontab: the daemon's
+	// tree is files only, to a gateway as to anyone.
+	noSessions bool
+	binds      []string // HOSTDIR:PATH, host directories served at PATH
+	refuse     []string // patterns a device's link does not export
 	// facts are the read-only settings /sys/config shows, and explicit
 	// the flags given on the command line (they win over the conf file).
 	facts    []sysfs.ConfigKey
@@ -130,9 +133,14 @@ const reapEvery = 30 * time.Second
 
 // buildTree composes the namespace served from the state directory root.
 func buildTree(root string, o treeOptions) (*tree, error) {
+	hide, err := hideState(root)
+	if err != nil {
+		return nil, err
+	}
+	hostDir := hostTrees(hide)
 	t := mounts.New()
 	for _, name := range diskTrees {
-		d, err := diskfs.New(filepath.Join(root, name))
+		d, err := diskfs.NewHiding(filepath.Join(root, name), hide)
 		if err != nil {
 			return nil, err
 		}
@@ -151,17 +159,20 @@ func buildTree(root string, o treeOptions) (*tree, error) {
 	if err := t.MountAs("/mnt", vfs.NewStaticDir(nil), "devices' trees"); err != nil {
 		return nil, err
 	}
-	if err := bindHostDirs(t, o.binds); err != nil {
+	if err := bindHostDirs(t, o.binds, hostDir); err != nil {
 		return nil, err
 	}
-	export, err := t.Refusing(o.refuse)
+	export, err := t.Refusing(exportRefused(o))
 	if err != nil {
 		return nil, err
 	}
 	if err := t.MountAs("/dev", devfs.New(slog.Default()), "dev"); err != nil {
 		return nil, err
 	}
-	caps := newCapabilities("fs.read", "fs.write", "shell.exec")
+	caps := newCapabilities("fs.read", "fs.write")
+	if !o.noSessions {
+		caps.add("shell.exec")
+	}
 	mgr := shelld.NewManager(o.sessions)
 	cron := crond.New(crond.Options{File: filepath.Join(root, "etc", "crontab"),
 		Runner: sessionRunner{mgr}, Log: slog.Default()})
@@ -177,20 +188,24 @@ func buildTree(root string, o treeOptions) (*tree, error) {
 		return nil, err
 	}
 	proc := procfs.New(mgr, procfs.Options{Resolve: resolver(root)})
-	if err := t.MountAs("/proc", proc.Root(), "proc"); err != nil {
-		mgr.Close()
-		return nil, err
+	if !o.noSessions {
+		if err := t.MountAs("/proc", proc.Root(), "proc"); err != nil {
+			mgr.Close()
+			return nil, err
+		}
 	}
-	gw, err = newGateway(root, o.self, t)
+	gw, err = newGateway(root, o.self, t, !o.noSessions)
 	if err != nil {
 		mgr.Close()
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	go gw.Watch(ctx)
-	go cron.Run(ctx)
+	if !o.noSessions {
+		go cron.Run(ctx)
+	}
 	t.GuardNamespace("/etc/namespace")
-	go watchNamespace(ctx, t, filepath.Join(root, "etc", "namespace"))
+	go watchNamespace(ctx, t, filepath.Join(root, "etc", "namespace"), hostDir)
 	stop := make(chan struct{})
 	go reapSessions(proc, stop)
 	return &tree{root: t.Root(), table: t, export: export, gateway: gw, caps: caps, edges: edges, close: sync.OnceFunc(func() { cancel(); gw.Close(); close(stop); mgr.Close() })}, nil
@@ -198,13 +213,13 @@ func buildTree(root string, o treeOptions) (*tree, error) {
 
 // bindHostDirs serves each HOSTDIR:PATH of binds as a disk tree at PATH,
 // with the confinement of the state directory's own trees.
-func bindHostDirs(t *mounts.Table, binds []string) error {
+func bindHostDirs(t *mounts.Table, binds []string, hostDir hostDirFunc) error {
 	for _, b := range binds {
 		host, at, ok := strings.Cut(b, ":")
 		if !ok || !filepath.IsAbs(host) || !path.IsAbs(at) || path.Clean(at) != at || at == "/" {
 			return fmt.Errorf("--bind %q: want HOSTDIR:PATH, both absolute, such as /home/me/src:/workspaces/src", b)
 		}
-		d, err := hostTree(host)
+		d, err := hostDir(host)
 		if err != nil {
 			return fmt.Errorf("--bind %s: %w", b, err)
 		}
@@ -216,18 +231,57 @@ func bindHostDirs(t *mounts.Table, binds []string) error {
 }
 
 // defaultRefused are the paths a device never exports, whatever it
-// binds: keys and credentials kept under a home directory.
-var defaultRefused = []string{"**/.ssh/**", "**/.gnupg/**", "**/.aws/**", "**/.netrc"}
+// binds: keys and credentials kept under a home directory, and the key
+// files ssh-add loads wherever they lie. gsvfs-devices(7) lists them.
+var defaultRefused = []string{
+	"**/.ssh/**", "**/.gnupg/**", "**/.aws/**", "**/.kube/**", "**/.config/gh/**",
+	"**/.netrc", "**/.git-credentials", "**/.docker/config.json",
+	"**/.pgpass", "**/.npmrc", "**/.pypirc",
+	"**/id_{rsa,dsa,ecdsa,ecdsa_sk,ed25519,ed25519_sk,xmss}",
+}
+
+// sessionFiles are what a daemon without sessions does not export
+// either: the crontab runs commands, and the namespace file binds any host
+// directory, so a gateway writing them would get a shell, or files the
+// device never exported, back.
+var sessionFiles = []string{"etc/crontab", "etc/namespace"}
+
+// exportRefused is what the export to a gateway leaves out.
+func exportRefused(o treeOptions) []string {
+	if !o.noSessions {
+		return o.refuse
+	}
+	return append(slices.Clone(o.refuse), sessionFiles...)
+}
 
 // privateDir holds what no tree exports: the daemon's key, the tokens it
 // issued, the devices' pinned keys. It sits beside the disk trees in the
 // state directory, never inside one.
 func privateDir(root string) string { return filepath.Join(root, "private") }
 
+// hideState makes the state directory root and its private part hidden
+// in every tree the daemon serves, by their identity on disk rather than
+// their paths: a bind of a parent of root (a home directory holding
+// ~/.local/share/gsvfs), a second bind or a symlink never shows them,
+// and no tree may be served from inside the private part.
+func hideState(root string) (*diskfs.Hidden, error) {
+	if err := os.MkdirAll(privateDir(root), 0o700); err != nil {
+		return nil, err
+	}
+	hide := &diskfs.Hidden{}
+	if err := hide.Add(root, false); err != nil {
+		return nil, err
+	}
+	if err := hide.Add(privateDir(root), true); err != nil {
+		return nil, err
+	}
+	return hide, nil
+}
+
 // newGateway makes the device table of the daemon on root, which puts
 // each known device's tree at /mnt/ID of t and lists them all in
 // /sys/devices.
-func newGateway(root, self string, t *mounts.Table) (*devices.Gateway, error) {
+func newGateway(root, self string, t *mounts.Table, sessions bool) (*devices.Gateway, error) {
 	store, err := devices.OpenStore(privateDir(root))
 	if err != nil {
 		return nil, err
@@ -240,7 +294,7 @@ func newGateway(root, self string, t *mounts.Table) (*devices.Gateway, error) {
 	}
 	gw, err := devices.NewGateway(store, devices.GatewayOptions{
 		Self:     self,
-		Facts:    localFacts(),
+		Facts:    localFacts(sessions),
 		Identity: id,
 		Mount:    func(id string, n vfs.Node) { t.MountAs("/mnt/"+id, n, "device "+id) },
 		Unmount:  func(id string, _ vfs.Node) { t.Unmount("/mnt/" + id) },
@@ -255,10 +309,14 @@ func newGateway(root, self string, t *mounts.Table) (*devices.Gateway, error) {
 	return gw, nil
 }
 
-// localFacts are what this daemon reports of itself as a device.
-func localFacts() devices.Facts {
-	return devices.Facts{Platform: runtime.GOOS, Arch: runtime.GOARCH, Version: version,
-		Implements: []string{"fs.*", "shell.exec"}}
+// localFacts are what this daemon reports of itself as a device: shell
+// sessions only where it serves them.
+func localFacts(sessions bool) devices.Facts {
+	impl := []string{"fs.*"}
+	if sessions {
+		impl = append(impl, "shell.exec")
+	}
+	return devices.Facts{Platform: runtime.GOOS, Arch: runtime.GOARCH, Version: version, Implements: impl}
 }
 
 func reapSessions(proc *procfs.FS, stop <-chan struct{}) {

@@ -59,6 +59,11 @@ type FS struct {
 
 	fds *dirCache
 
+	// hide is what the tree never shows (nil: nothing), and holdsHidden
+	// says a hidden directory lies inside the tree.
+	hide        *Hidden
+	holdsHidden bool
+
 	// watch reports changes made outside (watch_linux.go), while anyone
 	// subscribes; watchMu orders its start and end.
 	watch   atomic.Pointer[treeWatch]
@@ -103,17 +108,26 @@ type node struct {
 }
 
 // New serves the host directory dir. The directory must exist.
-func New(dir string) (*FS, error) {
+func New(dir string) (*FS, error) { return NewHiding(dir, nil) }
+
+// NewHiding is New for a tree that never shows what hide holds (see
+// Hidden); dir itself must not be hidden.
+func NewHiding(dir string, hide *Hidden) (*FS, error) {
 	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, vfs.Error("open", dir, errno(err))
+	}
+	if err := hide.checkRoot(dir, fd); err != nil {
+		unix.Close(fd)
+		return nil, err
 	}
 	var st unix.Statx_t
 	if err := fstatx(fd, &st); err != nil {
 		unix.Close(fd)
 		return nil, vfs.Error("stat", dir, errno(err))
 	}
-	f := &FS{nodes: make(map[fileID]weak.Pointer[node]), fds: newDirCache()}
+	f := &FS{nodes: make(map[fileID]weak.Pointer[node]), fds: newDirCache(), hide: hide,
+		holdsHidden: len(hide.list()) > 0 && hide.holdsHidden(fd)}
 	f.root = f.adopt(idOf(&st), true, fd, link{})
 	f.root.fd.keep()
 	return f, nil

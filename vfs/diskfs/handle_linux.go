@@ -129,6 +129,8 @@ type dirHandle struct {
 	fd  int
 	pos uint64 // the cookie the descriptor's position is at
 	buf []byte
+	// hide is what the listing leaves out.
+	hide *Hidden
 }
 
 func (h *dirHandle) ReadDir(_ context.Context, off uint64) ([]vfs.DirEntry, error) {
@@ -151,12 +153,12 @@ func (h *dirHandle) ReadDir(_ context.Context, off uint64) ([]vfs.DirEntry, erro
 		if n <= 0 {
 			return nil, nil
 		}
-		entries := parseDirents(h.buf[:n])
+		entries := h.hide.listed(h.fd, parseDirents(h.buf[:n]))
 		h.pos = lastNext(h.buf[:n])
 		if len(entries) > 0 {
 			return entries, nil
 		}
-		// The batch held only "." and "..": read on.
+		// The batch held only "." and ".." or hidden entries: read on.
 	}
 }
 

@@ -24,6 +24,9 @@ func (n *node) Remove(ctx context.Context, name string, dir bool) error {
 	n.fs.names.Lock()
 	defer n.fs.names.Unlock()
 	return n.inDir(func(dirfd int) error {
+		if err := n.fs.hide.guardName("remove", dirfd, name); err != nil {
+			return err
+		}
 		victim, pin := n.prepareUnlink(dirfd, name)
 		flags := 0
 		if dir {
@@ -132,6 +135,12 @@ func (n *node) RenameFlags(_ context.Context, oldName string, newDir vfs.Node, n
 // renameIn renames between the held descriptors of n and to, keeping the
 // node table true.
 func (n *node) renameIn(fromfd int, oldName string, to *node, tofd int, newName string, flags uint32) error {
+	if err := n.fs.hide.guardName("rename", fromfd, oldName); err != nil {
+		return err
+	}
+	if err := n.fs.hide.guardName("rename", tofd, newName); err != nil {
+		return err
+	}
 	moved := n.liveChild(fromfd, oldName)
 	var replaced *node
 	pin := -1

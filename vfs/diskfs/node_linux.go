@@ -260,6 +260,9 @@ func (n *node) child(name string) (*node, error) {
 	if err := statx(dirfd, name, &st); err != nil {
 		return nil, err
 	}
+	if err := n.fs.hide.lookedUp(&st); err != nil {
+		return nil, err
+	}
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return n.fs.adopt(idOf(&st), false, -1, link{dir: n, name: name}), nil
 	}
@@ -290,7 +293,7 @@ func (n *node) Open(ctx context.Context, flags int) (vfs.Handle, error) {
 		if err != nil {
 			return nil, vfs.Error("open", "", errno(err))
 		}
-		return &dirHandle{fd: fd}, nil
+		return &dirHandle{fd: fd, hide: n.fs.hide}, nil
 	}
 	var fd int
 	err := n.do(func(l loc) (err error) {
@@ -573,6 +576,23 @@ func (n *node) HostDir() (string, bool) {
 		dir, err = os.Readlink(fdPath(l.fd))
 		return err
 	})
-	// A removed root reads "DIR (deleted)": nothing to hand over.
+	// A removed root reads "DIR (deleted)": nothing to hand over. A
+	// tree holding a hidden directory is never handed to the kernel,
+	// which would show it.
+	return dir, err == nil && !strings.HasSuffix(dir, " (deleted)") && !n.fs.holdsHidden
+}
+
+// HostPath reports where a directory of the tree is on the host now, so
+// that the namespace can decide what a path is on disk whatever its name
+// in the tree (refusals). Only directories know it.
+func (n *node) HostPath() (string, bool) {
+	if !n.isDir {
+		return "", false
+	}
+	var dir string
+	err := n.inDir(func(fd int) (err error) {
+		dir, err = os.Readlink(fdPath(fd))
+		return err
+	})
 	return dir, err == nil && !strings.HasSuffix(dir, " (deleted)")
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -34,6 +35,8 @@ type Portable struct {
 
 	mu   sync.Mutex
 	live map[string]weak.Pointer[pentry] // by path, "." for the root
+
+	hide *Hidden // what the tree never shows (nil: nothing)
 }
 
 // pentry is the path a node, and any other node of the same path, stands
@@ -55,12 +58,21 @@ var (
 )
 
 // NewPortable serves the host directory dir, which must exist.
-func NewPortable(dir string) (*Portable, error) {
+func NewPortable(dir string) (*Portable, error) { return NewPortableHiding(dir, nil) }
+
+// NewPortableHiding is NewPortable for a tree that never shows the
+// directories hide holds.
+func NewPortableHiding(dir string, hide *Hidden) (*Portable, error) {
+	if hide != nil {
+		if err := hide.checkDir(dir); err != nil {
+			return nil, err
+		}
+	}
 	r, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, vfs.Error("open", dir, vfs.Errno(err))
 	}
-	return &Portable{r: r, live: map[string]weak.Pointer[pentry]{}}, nil
+	return &Portable{r: r, live: map[string]weak.Pointer[pentry]{}, hide: hide}, nil
 }
 
 // Root returns the tree's root directory.
@@ -109,6 +121,20 @@ func (n *pnode) child(op, name string) (string, error) {
 }
 
 func (n *pnode) node(rel string) *pnode { return &pnode{fs: n.fs, e: n.fs.entry(rel)} }
+
+// HostPath reports where the node is on the host now (see the Linux
+// tree's), for directories.
+func (n *pnode) HostPath() (string, bool) {
+	rel, err := n.where("stat")
+	if err != nil {
+		return "", false
+	}
+	fi, err := n.fs.r.Lstat(rel)
+	if err != nil || !fi.IsDir() {
+		return "", false
+	}
+	return filepath.Join(n.fs.r.Name(), filepath.FromSlash(rel)), true
+}
 
 // moved records a rename through the tree: the entries of from and of
 // everything below it now stand for to; one replaced at to is gone.
@@ -246,8 +272,12 @@ func (n *pnode) Lookup(_ context.Context, name string) (vfs.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := n.fs.r.Lstat(rel); err != nil {
+	fi, err := n.fs.r.Lstat(rel)
+	if err != nil {
 		return nil, vfs.Error("lookup", rel, vfs.Errno(err))
+	}
+	if n.fs.hide.hidesInfo(fi) {
+		return nil, vfs.Error("lookup", rel, syscall.ENOENT)
 	}
 	return n.node(rel), nil
 }
@@ -436,8 +466,8 @@ func (p *Portable) listing(rel string) (vfs.Handle, error) {
 	out := make(vfs.ListHandle, 0, len(ents))
 	for _, e := range ents {
 		fi, err := e.Info()
-		if err != nil {
-			continue // gone meanwhile
+		if err != nil || p.hide.hidesInfo(fi) {
+			continue // gone meanwhile, or never shown
 		}
 		a := infoAttr(fi)
 		out = append(out, vfs.DirEntry{Name: e.Name(), Ino: a.Ino, Type: a.Type(), Next: uint64(len(out) + 1)})
