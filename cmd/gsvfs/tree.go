@@ -122,6 +122,8 @@ type tree struct {
 	edges *edgeList
 	// close ends the sessions of /proc, killing their processes.
 	close func()
+	// fsid is the tree's filesystem id (statfs f_fsid over 9P).
+	fsid uint64
 }
 
 // reapEvery is how often finished sessions past their retention time are
@@ -193,7 +195,8 @@ func buildTree(root string, o treeOptions) (*tree, error) {
 	go watchNamespace(ctx, t, filepath.Join(root, "etc", "namespace"))
 	stop := make(chan struct{})
 	go reapSessions(proc, stop)
-	return &tree{root: t.Root(), table: t, export: export, gateway: gw, caps: caps, edges: edges, close: sync.OnceFunc(func() { cancel(); gw.Close(); close(stop); mgr.Close() })}, nil
+	return &tree{root: t.Root(), table: t, export: export, gateway: gw, caps: caps, edges: edges, close: sync.OnceFunc(func() { cancel(); gw.Close(); close(stop); mgr.Close() }),
+		fsid: stateFsid(root)}, nil
 }
 
 // bindHostDirs serves each HOSTDIR:PATH of binds as a disk tree at PATH,
