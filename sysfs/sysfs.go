@@ -30,8 +30,8 @@ type Options struct {
 	Table *mounts.Table
 	// Log is the daemon's recent log, for /sys/log; nil leaves it out.
 	Log vfs.Stream
-	// Cron is the table of /sys/cron; nil leaves it out.
-	Cron func() []byte
+	// Cron is /sys/cron; nil leaves it out.
+	Cron Cron
 	// Config is the daemon's settings, /sys/config; Log gets why a
 	// write there was refused.
 	Config    []ConfigKey
@@ -40,6 +40,14 @@ type Options struct {
 	Sessions func() (live, total int)
 	Devices  func() (online, known int)
 	Edges    func() []Edge
+}
+
+// Cron is what /sys/cron shows: the table of the crontab's jobs, with
+// their commands, and who may read the crontab (its owner, group and read
+// bits), who alone may read the table.
+type Cron interface {
+	Table() []byte
+	Access() (uid, gid, perm uint32)
 }
 
 // Edge is what one server of the tree (a 9P listener) was asked, or
@@ -97,7 +105,7 @@ func New(o Options) vfs.Node {
 	}
 	files["users"] = vfs.NewSnapshotFile(func(ctx context.Context) []byte { return users(ctx, o.Table) })
 	if o.Cron != nil {
-		files["cron"] = vfs.NewSnapshotFile(func(context.Context) []byte { return o.Cron() })
+		files["cron"] = guardedFile{vfs.NewSnapshotFile(func(context.Context) []byte { return o.Cron.Table() }), o.Cron.Access}
 	}
 	return vfs.NewStaticDir(files)
 }
@@ -200,4 +208,30 @@ func users(ctx context.Context, t *mounts.Table) []byte {
 		fmt.Fprintf(&b, "%s\tuid=%s\tgid=%d\thome=/home/%s\n", e.Name, owner, a.Gid, e.Name)
 	}
 	return []byte(b.String())
+}
+
+// guardedFile is a generated file whose owner, group and read bits are
+// those of the file it shows, asked at each stat: the edges check them
+// against the reader (on a FUSE mount the kernel does, with all of the
+// reader's groups), so it is exactly as private as its source, through
+// every mount, including a second mount attached to the daemon over 9P.
+type guardedFile struct {
+	*vfs.FuncFile
+	access func() (uid, gid, perm uint32)
+}
+
+func (f guardedFile) Attr(ctx context.Context) (vfs.Attr, error) {
+	a, err := f.FuncFile.Attr(ctx)
+	uid, gid, perm := f.access()
+	a.Uid, a.Gid, a.Mode = uid, gid, a.Type()|perm&0o444
+	return a, err
+}
+
+// SetAttr refuses what the file refuses, and reports its guarded
+// attributes.
+func (f guardedFile) SetAttr(ctx context.Context, s vfs.SetAttr) (vfs.Attr, error) {
+	if _, err := f.FuncFile.SetAttr(ctx, s); err != nil {
+		return vfs.Attr{}, err
+	}
+	return f.Attr(ctx)
 }

@@ -172,7 +172,7 @@ func buildTree(root string, o treeOptions) (*tree, error) {
 	applyConf(root, settings, o.explicit)
 	var gw *devices.Gateway // made below; /sys/stats asks it only when read
 	if err := t.MountAs("/sys", sysfs.New(sysfs.Options{Version: version, Started: time.Now(),
-		Capabilities: caps.list, Table: t, Log: daemonLog.log, Cron: cron.Table,
+		Capabilities: caps.list, Table: t, Log: daemonLog.log, Cron: cron,
 		Config:   configKeys(root, o.facts, settings),
 		Sessions: mgr.Counts, Edges: edges.list,
 		Devices: func() (int, int) { return gw.Counts() }}), "sys"); err != nil {
