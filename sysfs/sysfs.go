@@ -36,10 +36,18 @@ type Options struct {
 	// write there was refused.
 	Config    []ConfigKey
 	ConfigLog *slog.Logger
-	// Sessions, Devices and Edges feed /sys/stats.
+	// Sessions, Devices, Edges and DevLog feed /sys/stats.
 	Sessions func() (live, total int)
 	Devices  func() (online, known int)
 	Edges    func() []Edge
+	DevLog   func() LogCounts
+}
+
+// LogCounts are the lines written to /dev/log that the daemon logged,
+// and those it dropped because their writer was over its rate.
+type LogCounts struct {
+	Lines, Bytes               int64
+	DroppedLines, DroppedBytes int64
 }
 
 // Cron is what /sys/cron shows: the table of the crontab's jobs, with
@@ -135,6 +143,11 @@ func stats(o Options) []byte {
 	if o.Devices != nil {
 		online, known := o.Devices()
 		fmt.Fprintf(&b, "devices online %d known %d\n", online, known)
+	}
+	if o.DevLog != nil {
+		c := o.DevLog()
+		fmt.Fprintf(&b, "dev/log lines %d written %s dropped lines %d written %s\n",
+			c.Lines, size(c.Bytes), c.DroppedLines, size(c.DroppedBytes))
 	}
 	if o.Edges != nil {
 		for _, e := range o.Edges() {

@@ -160,7 +160,8 @@ func buildTree(root string, o treeOptions) (*tree, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := t.MountAs("/dev", devfs.New(slog.Default()), "dev"); err != nil {
+	dev := devfs.New(devfs.Options{Log: slog.Default()})
+	if err := t.MountAs("/dev", dev.Root(), "dev"); err != nil {
 		return nil, err
 	}
 	caps := newCapabilities("fs.read", "fs.write", "shell.exec")
@@ -175,6 +176,7 @@ func buildTree(root string, o treeOptions) (*tree, error) {
 		Capabilities: caps.list, Table: t, Log: daemonLog.log, Cron: cron,
 		Config:   configKeys(root, o.facts, settings),
 		Sessions: mgr.Counts, Edges: edges.list,
+		DevLog:  func() sysfs.LogCounts { return sysfs.LogCounts(dev.LogStats()) },
 		Devices: func() (int, int) { return gw.Counts() }}), "sys"); err != nil {
 		return nil, err
 	}

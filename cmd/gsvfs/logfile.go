@@ -1,0 +1,80 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// maxLogFile is the size at which a background daemon's log file is
+// rotated: gsvfs.log becomes gsvfs.log.1, replacing the one before, so the
+// log takes at most twice this on the disk that holds the trees, whatever
+// anyone writes to /dev/log.
+const maxLogFile = 8 << 20
+
+// logFileEnv tells a daemon started in the background the log file that
+// its stdout and stderr are, which it then rotates.
+const logFileEnv = "GSVFS_LOG_FILE"
+
+// logFile is the daemon's stderr as its log writes it. Once capped, stderr
+// is a log file that is rotated at a size.
+type logFile struct {
+	mu  sync.Mutex
+	out *os.File // stderr
+	// onto are the descriptors a fresh file takes over at a rotation:
+	// stdout and stderr.
+	onto []int
+	path string // the file out is; "" leaves it alone
+	max  int64
+	size int64
+}
+
+// daemonStderr is this process's stderr, for its log.
+var daemonStderr = &logFile{out: os.Stderr, onto: []int{1, 2}}
+
+// capAt makes the log file at path, which out already is, rotate at max
+// bytes.
+func (l *logFile) capAt(path string, max int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.path, l.max = path, max
+	if fi, err := l.out.Stat(); err == nil {
+		l.size = fi.Size()
+	}
+}
+
+func (l *logFile) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.path != "" && l.size > 0 && l.size+int64(len(p)) > l.max {
+		l.size = 0 // a rotation that fails is tried again a file later
+		if err := l.rotate(); err != nil {
+			fmt.Fprintf(l.out, "gsvfs: cannot rotate the log %s: %v\n", l.path, err)
+		}
+	}
+	n, err := l.out.Write(p)
+	l.size += int64(n)
+	return n, err
+}
+
+// rotate moves the log file to path.1 and makes a fresh one stdout and
+// stderr, so what the runtime itself writes there (a crash's trace)
+// lands in the current file too.
+func (l *logFile) rotate() error {
+	if err := os.Rename(l.path, l.path+".1"); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	for _, fd := range l.onto {
+		if err := unix.Dup2(int(f.Fd()), fd); err != nil {
+			return err
+		}
+	}
+	return nil
+}
