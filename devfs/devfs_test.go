@@ -165,3 +165,29 @@ func TestLogRateManyWriters(t *testing.T) {
 		t.Errorf("writers tracked once all were quiet: %d, want the newcomer's (and the shared one)", got)
 	}
 }
+
+// BenchmarkLogLine is what a line of /dev/log costs the daemon, its
+// record formatted by slog's text handler: logged as before the limit
+// (unlimited), logged under the limit (kept), and dropped over it.
+func BenchmarkLogLine(b *testing.B) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	line := []byte("a normal writer's line, 40 bytes or so..")
+	b.Run("unlimited", func(b *testing.B) {
+		for b.Loop() {
+			log.Info("dev/log", "uid", int64(1000), "line", string(line))
+		}
+	})
+	for _, c := range []struct {
+		name string
+		rate int
+	}{{"kept", 1 << 40}, {"dropped", 1}} {
+		b.Run(c.name, func(b *testing.B) {
+			l := newLimiter(Options{Log: slog.New(slog.DiscardHandler), Rate: c.rate, Burst: 1})
+			for b.Loop() {
+				if l.allow(1000, len(line)) {
+					log.Info("dev/log", "uid", int64(1000), "line", string(line))
+				}
+			}
+		})
+	}
+}

@@ -3,8 +3,7 @@ package main
 import (
 	"fmt"
 	"hash/fnv"
-
-	"golang.org/x/sys/unix"
+	"syscall"
 )
 
 // stateFsid is the filesystem id of the tree served from the state
@@ -15,15 +14,16 @@ import (
 // for the same state directory, differs for another one, and is never 0,
 // which programs take as "no id" (fanotify refuses such a filesystem).
 func stateFsid(root string) uint64 {
-	var fs unix.Statfs_t
-	var st unix.Stat_t
+	var fs, none syscall.Statfs_t
+	var st syscall.Stat_t
 	h := fnv.New64a()
-	disk := "unknown"
-	if unix.Statfs(root, &fs) == nil && fs.Fsid != (unix.Fsid{}) {
-		disk = fmt.Sprint(fs.Fsid.Val)
+	// The id's field names differ between systems; its text does not.
+	disk := ""
+	if syscall.Statfs(root, &fs) == nil && fmt.Sprint(fs.Fsid) != fmt.Sprint(none.Fsid) {
+		disk = fmt.Sprint(fs.Fsid)
 	}
-	if unix.Stat(root, &st) == nil {
-		if disk == "unknown" {
+	if syscall.Stat(root, &st) == nil {
+		if disk == "" {
 			disk = fmt.Sprint("dev ", st.Dev)
 		}
 		fmt.Fprintf(h, "gsvfs tree %s inode %d", disk, st.Ino)

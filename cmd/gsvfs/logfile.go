@@ -3,9 +3,8 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime/debug"
 	"sync"
-
-	"golang.org/x/sys/unix"
 )
 
 // maxLogFile is the size at which a background daemon's log file is
@@ -18,21 +17,23 @@ const maxLogFile = 8 << 20
 // its stdout and stderr are, which it then rotates.
 const logFileEnv = "GSVFS_LOG_FILE"
 
-// logFile is the daemon's stderr as its log writes it. Once capped, stderr
-// is a log file that is rotated at a size.
+// logFile is where the daemon's log records go: stderr, or once capped,
+// the log file that stderr was, rotated at a size.
 type logFile struct {
-	mu  sync.Mutex
-	out *os.File // stderr
-	// onto are the descriptors a fresh file takes over at a rotation:
-	// stdout and stderr.
-	onto []int
+	mu   sync.Mutex
+	out  *os.File
 	path string // the file out is; "" leaves it alone
 	max  int64
 	size int64
+	// crashes sends the runtime's own last words (a crash's trace) to
+	// the file in use; nil leaves them where they go.
+	crashes func(*os.File) error
 }
 
 // daemonStderr is this process's stderr, for its log.
-var daemonStderr = &logFile{out: os.Stderr, onto: []int{1, 2}}
+var daemonStderr = &logFile{out: os.Stderr, crashes: func(f *os.File) error {
+	return debug.SetCrashOutput(f, debug.CrashOptions{})
+}}
 
 // capAt makes the log file at path, which out already is, rotate at max
 // bytes.
@@ -59,9 +60,9 @@ func (l *logFile) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// rotate moves the log file to path.1 and makes a fresh one stdout and
-// stderr, so what the runtime itself writes there (a crash's trace)
-// lands in the current file too.
+// rotate moves the log file to path.1 and writes on in a fresh one. The
+// descriptor given at start (stderr) stays open on the old file, for
+// whatever writes there directly, and is never closed.
 func (l *logFile) rotate() error {
 	if err := os.Rename(l.path, l.path+".1"); err != nil {
 		return err
@@ -70,11 +71,12 @@ func (l *logFile) rotate() error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	for _, fd := range l.onto {
-		if err := unix.Dup2(int(f.Fd()), fd); err != nil {
-			return err
-		}
+	if l.crashes != nil {
+		l.crashes(f)
 	}
+	if l.out != os.Stderr {
+		l.out.Close()
+	}
+	l.out = f
 	return nil
 }
