@@ -4,6 +4,8 @@ package main
 
 import (
 	"net"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -85,4 +87,43 @@ func treeFsid(t *testing.T, root string) uint64 {
 		t.Errorf("statfs f_fsid of /, /workspaces and /proc: %#x; want one id for the tree", ids)
 	}
 	return ids[0]
+}
+
+// The same through Linux's own 9P client: statfs(2) on the kernel's mount
+// of the tree (in vm9p's guest, see TestKernel9P) gives the id, not 0, at
+// the root, in a stored tree and in /proc, again after a restart, and
+// another for another state directory.
+func TestStatfsFsidKernel9P(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED: not root; vm9p runs qemu as root")
+	}
+	runner := k9Runner(t)
+	base := t.TempDir()
+	script := filepath.Join(base, "fsid.sh")
+	if err := os.WriteFile(script, []byte("stat -f -c %i /mnt/9p /mnt/9p/workspaces /mnt/9p/proc\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fsid := func(root string) string {
+		t.Helper()
+		d := launch(t, &daemon{Root: root}, "serve", "--root", root)
+		defer d.stop(t)
+		out, err := exec.Command(runner, "--socket", filepath.Join(root, socketName), "--opts", "uname=root",
+			"--timeout", "300", script).CombinedOutput()
+		ids := strings.Fields(string(out))
+		if err != nil || len(ids) != 3 {
+			t.Fatalf("statfs in the guest: %v\n%s", err, out)
+		}
+		if ids[1] != ids[0] || ids[2] != ids[0] {
+			t.Errorf("f_fsid of /, /workspaces and /proc on the kernel's mount: %q; want one id", ids)
+		}
+		return ids[0]
+	}
+	rootA := filepath.Join(base, "a")
+	first, again, other := fsid(rootA), fsid(rootA), fsid(filepath.Join(base, "b"))
+	if strings.Trim(first, "0") == "" {
+		t.Errorf("f_fsid on the kernel's 9P mount: %s, want an id", first)
+	}
+	if again != first || other == first {
+		t.Errorf("f_fsid: %s, after a restart %s, another state directory %s; want the first two alike, the third not", first, again, other)
+	}
 }
