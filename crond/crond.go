@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -115,8 +116,10 @@ func (d *Daemon) reload(start bool) {
 		return
 	}
 	jobs, bad := parse(string(text), d.o.Clock())
-	for _, b := range bad {
-		d.o.Log.Warn("cron: line refused", "file", d.o.File, "line", b)
+	if len(bad) > 0 {
+		// Not the lines themselves: the log (/sys/log) is everyone's,
+		// the crontab may be private and its lines hold secrets.
+		d.o.Log.Warn("cron: lines refused; /sys/cron says which and why", "file", d.o.File, "refused", len(bad))
 	}
 	d.mu.Lock()
 	d.jobs, d.bad = keepHistory(d.jobs, jobs), bad
@@ -265,6 +268,29 @@ func (d *Daemon) finish(j *job, name string, r Result) {
 		j.running = ""
 	}
 	d.mu.Unlock()
+}
+
+// Access is who may read the crontab: its owner, group and read bits.
+// /sys/cron, which shows the crontab's commands, is given them, so that
+// whoever may not read the crontab may not read its table either, a rule
+// every edge enforces with the reader's own credentials (the kernel's
+// check on a FUSE mount counts every group the reader is in). With no
+// crontab there is nothing private: anyone may read. A crontab that
+// cannot be looked at is the daemon's alone.
+func (d *Daemon) Access() (uid, gid, perm uint32) {
+	fi, err := os.Stat(d.o.File)
+	self, group := uint32(os.Geteuid()), uint32(os.Getegid())
+	switch {
+	case os.IsNotExist(err):
+		return self, group, 0o444
+	case err != nil:
+		return self, group, 0o400
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return self, group, 0o400
+	}
+	return st.Uid, st.Gid, uint32(fi.Mode().Perm()) & 0o444
 }
 
 // Table is /sys/cron: a line per job (its name, schedule, next run, how

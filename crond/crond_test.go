@@ -135,3 +135,26 @@ func TestReloadLive(t *testing.T) {
 		t.Errorf("runs after an edit: %q", names)
 	}
 }
+
+// /sys/cron is as readable as the crontab: its owner, group and read
+// bits; anyone's with no crontab.
+func TestAccess(t *testing.T) {
+	tab := filepath.Join(t.TempDir(), "crontab")
+	d := New(Options{File: tab, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	uid, gid := uint32(os.Geteuid()), uint32(os.Getegid())
+	for _, c := range []struct {
+		mode os.FileMode // 0: no crontab
+		want uint32
+	}{{0, 0o444}, {0o600, 0o400}, {0o640, 0o440}, {0o755, 0o444}, {0o200, 0}} {
+		if c.mode != 0 {
+			if err := os.WriteFile(tab, []byte("@hourly true\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			os.Chmod(tab, c.mode)
+		}
+		gotUid, gotGid, perm := d.Access()
+		if gotUid != uid || gotGid != gid || perm != c.want {
+			t.Errorf("crontab mode %o: got %d:%d %o, want %d:%d %o", c.mode, gotUid, gotGid, perm, uid, gid, c.want)
+		}
+	}
+}

@@ -1,5 +1,6 @@
 // Package devfs is /dev: null, zero, full, random and urandom with Linux
-// semantics, and log, whose lines go to the daemon's log. Each is a
+// semantics, and log, whose lines go to the daemon's log, each writer's
+// at a bounded rate. Each is a
 // vfs.FuncFile of a few lines; they are regular files (mode -rw-rw-rw-),
 // not device nodes, so that every client of the tree (FUSE, 9P, a
 // gateway's /mnt/ID) reaches the daemon's, not its own kernel's.
@@ -13,16 +14,42 @@ import (
 	"log/slog"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/gsvfs/gsvfs/vfs"
 )
 
-// New returns /dev; lines written to /dev/log go to log.
-func New(log *slog.Logger) vfs.Node {
+// Options configure /dev.
+type Options struct {
+	Log *slog.Logger // where the lines of /dev/log go; slog.Default if nil
+	// Rate and Burst are each writer's share of the log: bytes a second,
+	// and at once (DefaultRate and DefaultBurst if 0).
+	Rate, Burst int
+	Clock       func() time.Time // time.Now if nil
+}
+
+// Dev is /dev, and the account of what /dev/log kept and dropped.
+type Dev struct {
+	root vfs.Node
+	lim  *limiter
+}
+
+// Root returns the directory /dev.
+func (d *Dev) Root() vfs.Node { return d.root }
+
+// LogStats counts the lines of /dev/log kept and dropped so far.
+func (d *Dev) LogStats() LogStats { return d.lim.counts() }
+
+// New returns /dev.
+func New(o Options) *Dev {
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	lim := newLimiter(o)
 	discard := func(_ context.Context, p []byte, _ int64) (int, error) { return len(p), nil }
 	zeros := func(_ context.Context, p []byte, _ int64) (int, error) { clear(p); return len(p), nil }
 	random := func(_ context.Context, p []byte, _ int64) (int, error) { return rand.Read(p) }
-	return vfs.NewStaticDir(map[string]vfs.Node{
+	root := vfs.NewStaticDir(map[string]vfs.Node{
 		"null": vfs.NewFuncFile(0o666, vfs.FuncHandle{
 			Read:  func(context.Context, []byte, int64) (int, error) { return 0, io.EOF },
 			Write: discard}.Opener()),
@@ -36,8 +63,9 @@ func New(log *slog.Logger) vfs.Node {
 		// entropy count there either.
 		"random":  vfs.NewFuncFile(0o666, vfs.FuncHandle{Read: random, Write: discard}.Opener()),
 		"urandom": vfs.NewFuncFile(0o666, vfs.FuncHandle{Read: random, Write: discard}.Opener()),
-		"log":     vfs.NewFuncFile(0o222, logOpener(log)),
+		"log":     vfs.NewFuncFile(0o222, logOpener(o.Log, lim)),
 	})
+	return &Dev{root: root, lim: lim}
 }
 
 // maxLogLine is the longest line /dev/log keeps whole; a longer one is
@@ -45,15 +73,18 @@ func New(log *slog.Logger) vfs.Node {
 const maxLogLine = 4096
 
 // logOpener gives each open of /dev/log a line buffer of its own: a line
-// is logged, with the writer's uid, once its newline comes, or at close.
-func logOpener(log *slog.Logger) func(context.Context, int) (vfs.Handle, error) {
+// is logged, with the writer's uid, once its newline comes, or at close,
+// unless the writer (the uid that opened it) is over its rate (lim).
+func logOpener(log *slog.Logger, lim *limiter) func(context.Context, int) (vfs.Handle, error) {
 	return func(ctx context.Context, _ int) (vfs.Handle, error) {
-		uid := -1
+		uid := int64(unknownWriter)
 		if c, ok := vfs.CallerFrom(ctx); ok {
-			uid = int(c.Uid)
+			uid = int64(c.Uid)
 		}
 		w := &lineWriter{emit: func(line []byte) {
-			log.Info("dev/log", "uid", uid, "line", string(line))
+			if lim.allow(uid, len(line)) {
+				log.Info("dev/log", "uid", uid, "line", string(line))
+			}
 		}}
 		return vfs.FuncHandle{Write: w.write, Done: w.flush}, nil
 	}

@@ -30,16 +30,32 @@ type Options struct {
 	Table *mounts.Table
 	// Log is the daemon's recent log, for /sys/log; nil leaves it out.
 	Log vfs.Stream
-	// Cron is the table of /sys/cron; nil leaves it out.
-	Cron func() []byte
+	// Cron is /sys/cron; nil leaves it out.
+	Cron Cron
 	// Config is the daemon's settings, /sys/config; Log gets why a
 	// write there was refused.
 	Config    []ConfigKey
 	ConfigLog *slog.Logger
-	// Sessions, Devices and Edges feed /sys/stats.
+	// Sessions, Devices, Edges and DevLog feed /sys/stats.
 	Sessions func() (live, total int)
 	Devices  func() (online, known int)
 	Edges    func() []Edge
+	DevLog   func() LogCounts
+}
+
+// LogCounts are the lines written to /dev/log that the daemon logged,
+// and those it dropped because their writer was over its rate.
+type LogCounts struct {
+	Lines, Bytes               int64
+	DroppedLines, DroppedBytes int64
+}
+
+// Cron is what /sys/cron shows: the table of the crontab's jobs, with
+// their commands, and who may read the crontab (its owner, group and read
+// bits), who alone may read the table.
+type Cron interface {
+	Table() []byte
+	Access() (uid, gid, perm uint32)
 }
 
 // Edge is what one server of the tree (a 9P listener) was asked, or
@@ -97,7 +113,7 @@ func New(o Options) vfs.Node {
 	}
 	files["users"] = vfs.NewSnapshotFile(func(ctx context.Context) []byte { return users(ctx, o.Table) })
 	if o.Cron != nil {
-		files["cron"] = vfs.NewSnapshotFile(func(context.Context) []byte { return o.Cron() })
+		files["cron"] = guardedFile{vfs.NewSnapshotFile(func(context.Context) []byte { return o.Cron.Table() }), o.Cron.Access}
 	}
 	return vfs.NewStaticDir(files)
 }
@@ -127,6 +143,11 @@ func stats(o Options) []byte {
 	if o.Devices != nil {
 		online, known := o.Devices()
 		fmt.Fprintf(&b, "devices online %d known %d\n", online, known)
+	}
+	if o.DevLog != nil {
+		c := o.DevLog()
+		fmt.Fprintf(&b, "dev/log lines %d written %s dropped lines %d written %s\n",
+			c.Lines, size(c.Bytes), c.DroppedLines, size(c.DroppedBytes))
 	}
 	if o.Edges != nil {
 		for _, e := range o.Edges() {
@@ -200,4 +221,30 @@ func users(ctx context.Context, t *mounts.Table) []byte {
 		fmt.Fprintf(&b, "%s\tuid=%s\tgid=%d\thome=/home/%s\n", e.Name, owner, a.Gid, e.Name)
 	}
 	return []byte(b.String())
+}
+
+// guardedFile is a generated file whose owner, group and read bits are
+// those of the file it shows, asked at each stat: the edges check them
+// against the reader (on a FUSE mount the kernel does, with all of the
+// reader's groups), so it is exactly as private as its source, through
+// every mount, including a second mount attached to the daemon over 9P.
+type guardedFile struct {
+	*vfs.FuncFile
+	access func() (uid, gid, perm uint32)
+}
+
+func (f guardedFile) Attr(ctx context.Context) (vfs.Attr, error) {
+	a, err := f.FuncFile.Attr(ctx)
+	uid, gid, perm := f.access()
+	a.Uid, a.Gid, a.Mode = uid, gid, a.Type()|perm&0o444
+	return a, err
+}
+
+// SetAttr refuses what the file refuses, and reports its guarded
+// attributes.
+func (f guardedFile) SetAttr(ctx context.Context, s vfs.SetAttr) (vfs.Attr, error) {
+	if _, err := f.FuncFile.SetAttr(ctx, s); err != nil {
+		return vfs.Attr{}, err
+	}
+	return f.Attr(ctx)
 }

@@ -83,17 +83,46 @@ func TestStats(t *testing.T) {
 		Sessions: func() (int, int) { return 2, 7 }, Devices: func() (int, int) { return 1, 3 },
 		Edges: func() []Edge {
 			return []Edge{{Name: "9p unix:/s", Connections: 1, Requests: 10, Errors: 2, Read: 1536, Written: 3 << 20}}
-		}})
+		},
+		DevLog: func() LogCounts { return LogCounts{Lines: 12, Bytes: 800, DroppedLines: 5000, DroppedBytes: 2 << 20} }})
 	got := read(t, sys, "stats")
 	for _, want := range []string{
 		"uptime 1m0s\n",
 		"sessions live 2 total 7\n",
 		"devices online 1 known 3\n",
+		"dev/log lines 12 written 800 B dropped lines 5000 written 2.0 MiB\n",
 		"edge 9p unix:/s connections 1 requests 10 errors 2 read 1.5 KiB written 3.0 MiB\n",
 		"tree /home requests 3 errors 0 read 5 B written 0 B\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("/sys/stats lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+// fakeCron is a crontab of a given owner, group and mode.
+type fakeCron struct{ uid, gid, perm uint32 }
+
+func (c fakeCron) Table() []byte                   { return []byte("job\t@hourly\tsecret command\n") }
+func (c fakeCron) Access() (uid, gid, perm uint32) { return c.uid, c.gid, c.perm }
+
+// /sys/cron has the crontab's owner, group and read bits, asked at each
+// stat, so the edges let read it only who may read the crontab.
+func TestCronGuarded(t *testing.T) {
+	ctx := context.Background()
+	c := &fakeCron{1000, 50, 0o640}
+	n, err := New(Options{Table: mounts.New(), Cron: c}).Lookup(ctx, "cron")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		perm, want uint32
+	}{{0o640, 0o440}, {0o600, 0o400}, {0o755, 0o444}} {
+		c.perm = tc.perm
+		a, err := n.Attr(ctx)
+		if err != nil || a.Uid != 1000 || a.Gid != 50 || a.Mode != syscall.S_IFREG|tc.want {
+			t.Errorf("/sys/cron of a crontab %o: uid %d gid %d mode %o, %v; want 1000, 50, %o",
+				tc.perm, a.Uid, a.Gid, a.Mode, err, syscall.S_IFREG|tc.want)
 		}
 	}
 }

@@ -51,3 +51,50 @@ func TestCrontab(t *testing.T) {
 		t.Errorf("the job ran after its line was removed: %d sessions, then %d", len(before), len(after))
 	}
 }
+
+// A private crontab (0600, root's, a bearer token in a command) stays
+// private in /sys/cron: an ordinary user's cat is refused, as for the
+// crontab itself, and the daemon's log, which everyone reads in /sys/log,
+// holds none of its lines, refused ones included. Made readable to all,
+// the crontab's table is too.
+func TestCronPrivateCrontab(t *testing.T) {
+	d := smSharedMount(t)
+	crontab := filepath.Join(d.Root, "etc", "crontab")
+	const secret, refusedSecret = "Bearer tok-4f9a1c", "tok-77e0b2"
+	text := "@every 1h curl -H 'Authorization: " + secret + "' https://example.invalid/\n" +
+		refusedSecret + " * * * * echo refused\n"
+	if err := os.WriteFile(crontab, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The table as root, once the daemon has read the crontab.
+	var table []byte
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		table, _ = os.ReadFile(d.Path("sys/cron"))
+		if strings.Contains(string(table), "refused") {
+			break
+		}
+	}
+	if !strings.Contains(string(table), secret) || !strings.Contains(string(table), refusedSecret) {
+		t.Fatalf("/sys/cron read by root, who may read the crontab: %q; want all of it", table)
+	}
+	// A second mount of the state directory attaches to the daemon over
+	// 9P as root, for all its users: the mount's kernel still checks.
+	second := mountAt(t, d.Root, filepath.Join(filepath.Dir(d.Mnt), "second"))
+	t.Cleanup(func() { second.stop(t) })
+	sys := d.Path("sys")
+	for _, dir := range []string{sys, second.Path("sys")} {
+		out := smAsOther(t, dir, "cat cron; echo status $?")
+		if strings.Contains(out, "tok-") || !strings.Contains(out, "Permission denied") {
+			t.Errorf("cat %s/cron as uid %d, who may not read the 0600 crontab: %q; want it refused", dir, smOther, out)
+		}
+	}
+	if out := smAsOther(t, sys, "cat log"); strings.Contains(out, "tok-") || !strings.Contains(out, "lines refused") {
+		t.Errorf("/sys/log as uid %d: %q; want the refusal noted without the crontab's text", smOther, out)
+	}
+	if err := os.Chmod(crontab, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := smAsOther(t, sys, "cat cron"); !strings.Contains(out, secret) {
+		t.Errorf("cat /sys/cron as uid %d once the crontab is 0644: %q; want the whole table", smOther, out)
+	}
+}

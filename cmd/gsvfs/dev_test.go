@@ -3,10 +3,16 @@
 package main
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gsvfs/gsvfs/devfs"
+	"github.com/gsvfs/gsvfs/vfs/vfstest"
 )
 
 // /dev of the tree does what the host's /dev does, as shell tools see
@@ -67,4 +73,58 @@ func eventuallyContains(get func() string, want string) bool {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return false
+}
+
+// An ordinary user flooding /dev/log (yes into it, and a loop that opens
+// it again for each line) for a few seconds grows the background daemon's
+// log file by at most that user's share: the burst and the rate for the
+// time it took, twice over for what the log adds to each line. The
+// flood's writes all succeed, another writer's line still gets through,
+// and /sys/stats counts what was dropped.
+func TestDevLogFloodBounded(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED: needs root to act as another user")
+	}
+	vfstest.NeedFUSE(t)
+	base := smSharedTempDir(t)
+	root, mnt := filepath.Join(base, "state"), filepath.Join(base, "mnt")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := lcBackground(t, "", root, mnt)
+	defer lcUmount(t, mnt, pid)
+	logSize := func() int64 {
+		var n int64
+		for _, p := range []string{"gsvfs.log", "gsvfs.log.1"} {
+			if fi, err := os.Stat(filepath.Join(root, p)); err == nil {
+				n += fi.Size()
+			}
+		}
+		return n
+	}
+	before, start := logSize(), time.Now()
+	out := smAsOther(t, filepath.Join(mnt, "dev"), `
+		timeout 3 sh -c 'yes "flood line from an ordinary user, as fast as it goes" > log'; echo yes $?
+		timeout 3 sh -c 'while :; do echo "one open per line" >> log || exit 9; done'; echo loop $?`)
+	took := time.Since(start)
+	if strings.TrimSpace(out) != "yes 124\nloop 124" {
+		t.Errorf("the flood's writes: %q; want both loops cut only by their timeout", out)
+	}
+	if err := os.WriteFile(filepath.Join(mnt, "dev", "log"), []byte("root after the flood\n"), 0); err != nil {
+		t.Fatal(err)
+	}
+	stats, _ := os.ReadFile(filepath.Join(mnt, "sys", "stats"))
+	grown, most := logSize()-before, 2*(devfs.DefaultBurst+int64(took.Seconds()+1)*devfs.DefaultRate)
+	t.Logf("the log grew by %d bytes in %v of flood (allowed %d); %s", grown, took.Round(time.Millisecond), most,
+		regexp.MustCompile(`dev/log .*`).Find(stats))
+	if grown > most {
+		t.Errorf("the daemon's log grew by %d bytes during %v of flood; want at most %d", grown, took, most)
+	}
+	if m := regexp.MustCompile(`dev/log lines \d+ written .* dropped lines (\d+) `).FindSubmatch(stats); m == nil || string(m[1]) == "0" {
+		t.Errorf("/sys/stats: %q; want a dev/log line with the dropped lines counted", stats)
+	}
+	logText := func() string { b, _ := os.ReadFile(filepath.Join(root, "gsvfs.log")); return string(b) }
+	if !eventuallyContains(logText, `uid=0 line="root after the flood"`) {
+		t.Errorf("root's line after the flood is not in the log")
+	}
 }

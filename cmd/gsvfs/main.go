@@ -71,7 +71,7 @@ func setupLog(level string) error {
 		return fmt.Errorf("bad --log-level %q: want debug, info, warn or error", level)
 	}
 	logLevel.Set(l)
-	out := io.MultiWriter(os.Stderr, daemonLog)
+	out := io.MultiWriter(daemonStderr, daemonLog)
 	slog.SetDefault(slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: logLevel})))
 	return nil
 }

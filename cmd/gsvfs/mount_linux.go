@@ -89,6 +89,10 @@ over its 9P socket; --server mounts the tree of any gsvfs 9P server.`,
 // comes; then it unmounts cleanly.
 func serveMount(stdout io.Writer, f mountFlags, mountpoint string) (err error) {
 	background := os.Getenv(readyFdEnv) != ""
+	if path := os.Getenv(logFileEnv); background && path != "" {
+		os.Unsetenv(logFileEnv)
+		daemonStderr.capAt(path, maxLogFile)
+	}
 	report := readyReporter()
 	// Catch the signals before anyone can learn the mount is ready, so a
 	// SIGTERM sent the moment it is always unmounts cleanly.
@@ -253,7 +257,7 @@ func startDaemon(stdout io.Writer, f mountFlags, mountpoint string) error {
 		return err
 	}
 	child := exec.Command(self, daemonArgs(f, abs, mp)...)
-	child.Env = append(os.Environ(), readyFdEnv+"=3")
+	child.Env = append(os.Environ(), readyFdEnv+"=3", logFileEnv+"="+logPath)
 	child.ExtraFiles = []*os.File{w}
 	child.Stdout, child.Stderr = logFile, logFile
 	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}

@@ -23,9 +23,10 @@ func defaultSocket(root string) ninep.Address {
 	return ninep.Address{Network: "unix", Addr: filepath.Join(root, socketName)}
 }
 
-// startNinep serves tree on every address and returns where it listens.
-func startNinep(tree vfs.Node, addrs []ninep.Address) (*ninep.Server, []string, error) {
-	srv := ninep.NewServer(tree, ninep.ServerOptions{Log: slog.Default()})
+// startNinep serves the tree t on every address and returns where it
+// listens.
+func startNinep(t *tree, addrs []ninep.Address) (*ninep.Server, []string, error) {
+	srv := ninep.NewServer(t.root, ninep.ServerOptions{Log: slog.Default(), Fsid: t.fsid})
 	var where []string
 	for _, a := range addrs {
 		l, err := ninep.Listen(a)

@@ -115,7 +115,7 @@ func runServe(stdout io.Writer, f serveFlags) error {
 	}
 	defer tree.close()
 	becomeDaemon()
-	srv, where, err := startNinep(tree.root, addrs)
+	srv, where, err := startNinep(tree, addrs)
 	if err != nil {
 		return err
 	}

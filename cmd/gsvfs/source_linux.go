@@ -60,7 +60,7 @@ func openSource(f mountFlags) (*source, error) {
 		return nil, err
 	}
 	src := &source{tree: tree.root, name: root, close: tree.close, edges: tree.edges, table: tree.table}
-	srv, where, err := startNinep(tree.root, []ninep.Address{sock})
+	srv, where, err := startNinep(tree, []ninep.Address{sock})
 	if err != nil {
 		// The mount works without it; only attaching more mounts does not.
 		slog.Warn("not serving 9P; other mounts cannot attach to this daemon", "err", err)

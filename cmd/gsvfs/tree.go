@@ -125,6 +125,8 @@ type tree struct {
 	edges *edgeList
 	// close ends the sessions of /proc, killing their processes.
 	close func()
+	// fsid is the tree's filesystem id (statfs f_fsid over 9P).
+	fsid uint64
 }
 
 // reapEvery is how often finished sessions past their retention time are
@@ -166,7 +168,8 @@ func buildTree(root string, o treeOptions) (*tree, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := t.MountAs("/dev", devfs.New(slog.Default()), "dev"); err != nil {
+	dev := devfs.New(devfs.Options{Log: slog.Default()})
+	if err := t.MountAs("/dev", dev.Root(), "dev"); err != nil {
 		return nil, err
 	}
 	caps := newCapabilities("fs.read", "fs.write")
@@ -181,9 +184,10 @@ func buildTree(root string, o treeOptions) (*tree, error) {
 	applyConf(root, settings, o.explicit)
 	var gw *devices.Gateway // made below; /sys/stats asks it only when read
 	if err := t.MountAs("/sys", sysfs.New(sysfs.Options{Version: version, Started: time.Now(),
-		Capabilities: caps.list, Table: t, Log: daemonLog.log, Cron: cron.Table,
+		Capabilities: caps.list, Table: t, Log: daemonLog.log, Cron: cron,
 		Config:   configKeys(root, o.facts, settings),
 		Sessions: mgr.Counts, Edges: edges.list,
+		DevLog:  func() sysfs.LogCounts { return sysfs.LogCounts(dev.LogStats()) },
 		Devices: func() (int, int) { return gw.Counts() }}), "sys"); err != nil {
 		return nil, err
 	}
@@ -208,7 +212,8 @@ func buildTree(root string, o treeOptions) (*tree, error) {
 	go watchNamespace(ctx, t, filepath.Join(root, "etc", "namespace"), hostDir)
 	stop := make(chan struct{})
 	go reapSessions(proc, stop)
-	return &tree{root: t.Root(), table: t, export: export, gateway: gw, caps: caps, edges: edges, close: sync.OnceFunc(func() { cancel(); gw.Close(); close(stop); mgr.Close() })}, nil
+	return &tree{root: t.Root(), table: t, export: export, gateway: gw, caps: caps, edges: edges, close: sync.OnceFunc(func() { cancel(); gw.Close(); close(stop); mgr.Close() }),
+		fsid: stateFsid(root)}, nil
 }
 
 // bindHostDirs serves each HOSTDIR:PATH of binds as a disk tree at PATH,

@@ -163,13 +163,17 @@ func born(st *unix.Statx_t) uint64 {
 	return uint64(st.Btime.Sec)*1e9 + uint64(st.Btime.Nsec)
 }
 
-// adoptUnnamed is adopt for a file that has no name (O_TMPFILE): the
-// descriptor fd is its only way to the file.
+// adoptUnnamed makes the node of a file just made with no name
+// (O_TMPFILE): the descriptor fd is its only way to the file. The file is
+// new, so a node the table still holds for its id is a husk of an earlier
+// file whose inode number and birth time it was given (ext4 reuses a freed
+// inode number at once, and stamps births with the clock's tick): that
+// node is never reused, it reaches nothing.
 func (f *FS) adoptUnnamed(id fileID, fd int) *node {
-	n := f.adopt(id, false, fd, link{})
 	f.mu.Lock()
-	n.links = slices.DeleteFunc(n.links, func(l link) bool { return l == link{} })
-	f.mu.Unlock()
+	defer f.mu.Unlock()
+	n := f.newNodeLocked(id, false, fd)
+	n.links = nil
 	return n
 }
 
@@ -198,12 +202,19 @@ func (f *FS) adopt(id fileID, isDir bool, fd int, l link) *node {
 		}
 		return n
 	}
-	n := &node{fs: f, id: id, isDir: isDir, fd: f.fds.newDescriptor(fd, isDir)}
+	n := f.newNodeLocked(id, isDir, fd)
 	if isDir {
 		n.parent = l
 	} else {
 		n.links = []link{l}
 	}
+	return n
+}
+
+// newNodeLocked makes the node for id, holding fd, and enters it in the
+// table in place of any other. The caller holds f.mu.
+func (f *FS) newNodeLocked(id fileID, isDir bool, fd int) *node {
+	n := &node{fs: f, id: id, isDir: isDir, fd: f.fds.newDescriptor(fd, isDir)}
 	wp := weak.Make(n)
 	f.nodes[id] = wp
 	runtime.AddCleanup(n, f.collected, cleanupArg{id: id, wp: wp, fd: n.fd})

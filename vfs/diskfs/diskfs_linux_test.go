@@ -750,6 +750,38 @@ func TestUnlinkedNodeKeepsWorking(t *testing.T) {
 	wantErrno(t, "Link of an unlinked file", err, syscall.ENOENT)
 }
 
+// O_TMPFILE files made one after another, each closed and forgotten by
+// the edge before the next while its node lives on (as a FUSE inode may):
+// the disk gives the next the inode number, and within a clock tick the
+// birth time, of the one before, and each must still be a file of its
+// own. The steps are FUSE's (stat, close, forget): a write or link in
+// between makes ext4 stamp the next birth finer, and hides the case.
+func TestCreateTempBackToBack(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	root := newFS(t, dir)
+	var kept []vfs.Node // the earlier nodes, still referenced
+	for i := range 20 {
+		n, h, err := root.(vfs.TempCreator).CreateTemp(ctx, os.O_RDWR, 0o600)
+		noErr(t, fmt.Sprintf("CreateTemp %d", i), err)
+		_, err = n.Attr(ctx)
+		noErr(t, fmt.Sprintf("Attr of tmpfile %d", i), err)
+		h.Close()
+		n.(vfs.Forgetter).Forget()
+		kept = append(kept, n)
+	}
+	runtime.KeepAlive(kept)
+	n, h, err := root.(vfs.TempCreator).CreateTemp(ctx, os.O_RDWR, 0o600)
+	noErr(t, "CreateTemp", err)
+	defer h.Close()
+	h.WriteAt(ctx, []byte("last"), 0)
+	_, err = root.(vfs.Linker).Link(ctx, n, "linked")
+	noErr(t, "Link of the last tmpfile", err)
+	if b, err := os.ReadFile(filepath.Join(dir, "linked")); err != nil || string(b) != "last" {
+		t.Errorf("the linked tmpfile on the disk: %q, %v", b, err)
+	}
+}
+
 // ---- abilities ----
 
 func TestXattrHost(t *testing.T) {

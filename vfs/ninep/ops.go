@@ -224,7 +224,7 @@ const v9fsMagic = 0x01021997
 
 func (c *conn) statfs(ctx context.Context, m *Tstatfs) (Message, error) {
 	return withFid(ctx, c, m.Fid, func(f *fid) (Message, error) {
-		r := &Rstatfs{Type: v9fsMagic, Bsize: 4096, Namelen: 255}
+		r := &Rstatfs{Type: v9fsMagic, Bsize: 4096, Namelen: 255, Fsid: c.srv.opts.Fsid}
 		sf, ok := f.node().(vfs.StatFSer)
 		if !ok {
 			return r, nil

@@ -47,6 +47,10 @@ type ServerOptions struct {
 	// all connections (DefaultMemory if 0); one connection gets at most
 	// a quarter of it. Requests wait for it rather than fail.
 	Memory int64
+	// Fsid is the filesystem id statfs reports for every file (a kernel
+	// 9P mount's f_fsid): one for the whole tree, as a mount is one
+	// filesystem to the programs that compare it. 0 reports none.
+	Fsid uint64
 }
 
 // Server exports a vfs tree over 9P2000.L.

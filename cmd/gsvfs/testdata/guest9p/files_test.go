@@ -601,6 +601,7 @@ func TestStatfs(t *testing.T) {
 		{"f_bavail <= f_bfree", st.Bavail <= st.Bfree},
 		{"f_ffree <= f_files", st.Ffree <= st.Files},
 		{"f_namelen >= 255", st.Namelen >= 255},
+		{"f_fsid not 0", st.Fsid != (unix.Fsid{})},
 	}
 	for _, c := range checks {
 		if !c.ok {
