@@ -38,7 +38,7 @@ func splitTLS(listen []string) (tlsAddrs, plain []string) {
 // gateway refused this device for good (nil without --join).
 func startLinks(ctx context.Context, root string, f serveFlags, tlsAddrs []string, t *tree) ([]string, <-chan error, error) {
 	id := t.gateway.Identity()
-	export := ninep.NewServer(t.export, ninep.ServerOptions{Log: slog.Default()})
+	export := ninep.NewServer(t.export, ninep.ServerOptions{Log: slog.Default(), Fsid: t.fsid})
 	context.AfterFunc(ctx, func() { stopNinep(export) })
 	t.gateway.ServeGateways(export.ServeConn)
 	t.edges.add("9p links to gateways", export)
