@@ -458,16 +458,17 @@ func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
 	return 0
 }
 
-// Flush reaches only handles that finish something at close(2)
-// (vfs.Flusher): every other open tells the kernel not to send it
-// (FOPEN_NOFLUSH, wrapHandle). It never answers ENOSYS, which the kernel
-// would remember for the whole mount.
+// Flush reaches handles that finish something at close(2) (vfs.Flusher)
+// and those of stored files, whose close drops the closer's locks: every
+// other open tells the kernel not to send it (FOPEN_NOFLUSH, wrapHandle).
+// It never answers ENOSYS, which the kernel would remember for the whole
+// mount.
 func (n *node) Flush(ctx context.Context, fh gofs.FileHandle) syscall.Errno {
 	f, ok := fh.(*fileHandle)
 	if !ok {
 		return 0
 	}
-	return f.flush(ctx)
+	return f.flush(ctx, n.StableAttr().Ino)
 }
 
 func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {

@@ -1,0 +1,154 @@
+//go:build linux
+
+package fusefs
+
+import (
+	"context"
+	"math"
+	"sync"
+	"syscall"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/gsvfs/gsvfs/vfs"
+)
+
+// The kernel forwards POSIX, OFD and flock locks to the mount
+// (MountOptions.EnableLocks) instead of keeping them in its own table for
+// the mount alone, so they reach the tree (vfs.LockHandle): on a stored
+// file, the kernel's locks on the backing file, which host processes see.
+//
+// Each lock names its owner: for POSIX locks the caller's file table (its
+// process), for OFD and flock locks the open file. The kernel sends FLUSH
+// at every close(2) with the closer's owner, which drops that process's
+// record locks on the file (POSIX close semantics), and RELEASE when the
+// open file goes, which drops the OFD and flock locks taken through it.
+// Volatile files open without FLUSH (FOPEN_NOFLUSH): their locks go at
+// RELEASE only.
+
+var (
+	_ gofs.NodeGetlker  = (*node)(nil)
+	_ gofs.NodeSetlker  = (*node)(nil)
+	_ gofs.NodeSetlkwer = (*node)(nil)
+)
+
+func (n *node) Getlk(ctx context.Context, fh gofs.FileHandle, owner uint64, lk *fuse.FileLock, flags uint32, out *fuse.FileLock) syscall.Errno {
+	got, errno := n.lock(ctx, fh, vfs.LockTest, owner, lk, flags)
+	if errno != 0 {
+		return errno
+	}
+	*out = toFileLock(got)
+	return 0
+}
+
+func (n *node) Setlk(ctx context.Context, fh gofs.FileHandle, owner uint64, lk *fuse.FileLock, flags uint32) syscall.Errno {
+	_, errno := n.lock(ctx, fh, vfs.LockSet, owner, lk, flags)
+	return errno
+}
+
+// Setlkw waits for the lock until it is free or the caller is
+// interrupted by a signal (FUSE INTERRUPT: EINTR).
+func (n *node) Setlkw(ctx context.Context, fh gofs.FileHandle, owner uint64, lk *fuse.FileLock, flags uint32) syscall.Errno {
+	_, errno := n.lock(ctx, fh, vfs.LockWait, owner, lk, flags)
+	return errno
+}
+
+func (n *node) lock(ctx context.Context, fh gofs.FileHandle, cmd vfs.LockCmd, owner uint64, lk *fuse.FileLock, flags uint32) (vfs.Lock, syscall.Errno) {
+	f, ok := fh.(*fileHandle)
+	if !ok {
+		return vfs.Lock{}, syscall.EBADF
+	}
+	r := vfs.LockRequest{Cmd: cmd, Flock: flags&fuse.LK_FLOCK != 0,
+		Owner: f.srv.lockOwner(owner), Lock: fromFileLock(lk)}
+	if cmd != vfs.LockTest {
+		f.locked.Store(true)
+	}
+	got, err := vfs.LockHandle(reqCtx(ctx), f.h, n.StableAttr().Ino, r)
+	if err != nil {
+		return vfs.Lock{}, f.srv.errnoOf("lock", err)
+	}
+	return got, 0
+}
+
+// lockOwner is the tree's name for a lock owner of this mount.
+func (s *server) lockOwner(id uint64) vfs.LockOwner {
+	return vfs.LockOwner{Edge: s, ID: id}
+}
+
+// dropOwnerLocks drops the record locks of the process that closed a
+// descriptor of the file (FLUSH).
+func (f *fileHandle) dropOwnerLocks(ctx context.Context, file uint64) syscall.Errno {
+	owner, ok := f.srv.flushOwners.owner(ctx)
+	if !ok {
+		return 0
+	}
+	_, err := vfs.LockHandle(reqCtx(ctx), f.h, file, vfs.LockRequest{Cmd: vfs.LockFlush, Owner: f.srv.lockOwner(owner)})
+	return f.srv.errnoOf("unlock at close", err)
+}
+
+// releaseLocks drops what was locked through the handle alone (OFD locks,
+// flock) before it closes.
+func (f *fileHandle) releaseLocks() {
+	if f.locked.Load() {
+		vfs.LockHandle(context.Background(), f.h, 0, vfs.LockRequest{Cmd: vfs.LockClose})
+	}
+}
+
+// fromFileLock reads the kernel's lock; its end OFFSET_MAX means the end
+// of the file.
+func fromFileLock(lk *fuse.FileLock) vfs.Lock {
+	l := vfs.Lock{Start: lk.Start, End: lk.End, Pid: int32(lk.Pid)}
+	if lk.End >= math.MaxInt64 {
+		l.End = vfs.LockEOF
+	}
+	switch lk.Typ {
+	case syscall.F_RDLCK:
+		l.Type = vfs.LockRead
+	case syscall.F_WRLCK:
+		l.Type = vfs.LockWrite
+	}
+	return l
+}
+
+// toFileLock is l as the kernel takes it: ends past OFFSET_MAX are refused
+// there, and a pid of no process is 0.
+func toFileLock(l vfs.Lock) fuse.FileLock {
+	lk := fuse.FileLock{Start: l.Start, End: min(l.End, math.MaxInt64), Typ: syscall.F_UNLCK}
+	if l.Pid > 0 {
+		lk.Pid = uint32(l.Pid)
+	}
+	switch l.Type {
+	case vfs.LockRead:
+		lk.Typ = syscall.F_RDLCK
+	case vfs.LockWrite:
+		lk.Typ = syscall.F_WRLCK
+	}
+	return lk
+}
+
+// flushOwners carries FLUSH's lock owner from the raw request to the
+// node's Flush, which go-fuse's node API does not pass it to. It is keyed
+// by the request's cancel channel, which reaches Flush as its context's
+// Done and belongs to one request at a time.
+type flushOwners struct{ m sync.Map }
+
+func (o *flushOwners) owner(ctx context.Context) (uint64, bool) {
+	v, ok := o.m.Load(ctx.Done())
+	if !ok {
+		return 0, false
+	}
+	return v.(uint64), true
+}
+
+// flushOwnerFS is the raw side of flushOwners.
+type flushOwnerFS struct {
+	fuse.RawFileSystem
+	owners *flushOwners
+}
+
+func (fs flushOwnerFS) Flush(cancel <-chan struct{}, in *fuse.FlushIn) fuse.Status {
+	fs.owners.m.Store(cancel, in.LockOwner)
+	defer fs.owners.m.Delete(cancel)
+	return fs.RawFileSystem.Flush(cancel, in)
+}
