@@ -125,3 +125,26 @@ func (l Lock) conflicts(o Lock) bool {
 // Covers reports whether l spans the whole file: unlocking it leaves the
 // owner nothing.
 func (l Lock) Covers() bool { return l.Start == 0 && l.End == LockEOF }
+
+// Fcntl is t as fcntl(2)'s l_type on this system (also FUSE's numbering
+// on Linux).
+func (t LockType) Fcntl() int16 {
+	switch t {
+	case LockRead:
+		return syscall.F_RDLCK
+	case LockWrite:
+		return syscall.F_WRLCK
+	}
+	return syscall.F_UNLCK
+}
+
+// LockTypeOf reads fcntl(2)'s l_type; anything unknown unlocks.
+func LockTypeOf(typ int16) LockType {
+	switch typ {
+	case syscall.F_RDLCK:
+		return LockRead
+	case syscall.F_WRLCK:
+		return LockWrite
+	}
+	return LockUnlock
+}

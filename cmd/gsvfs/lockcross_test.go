@@ -32,6 +32,7 @@ import (
 //	wait FD KIND TYPE START LEN                       (F_SETLKW, flock)
 //	intr FD KIND TYPE START LEN -> EINTR | ...        (wait, with SIGALRM every 50 ms)
 //	get FD KIND TYPE START LEN -> TYPE START LEN PID  (F_GETLK)
+//	read FD N                  -> the first N bytes (pread)
 //
 // KIND is posix, ofd or flock; TYPE r, w or u. The SIGALRM handler raises
 // only while the call runs, so a tick can only interrupt the call itself.
@@ -57,6 +58,8 @@ for line in sys.stdin:
     try:
         if w[0] == "open":
             print("fd", os.open(w[1], os.O_RDWR))
+        elif w[0] == "read":
+            print(os.pread(int(w[1]), int(w[2]), 0).decode())
         elif w[0] == "close":
             os.close(int(w[1])); print("ok")
         elif w[0] == "get":
@@ -326,66 +329,82 @@ func TestLocksWaitAndInterrupt(t *testing.T) {
 // The reproduction of issue 17 item 14: a /proc session with cwd
 // /workspaces/t runs SQLite in the state directory while two processes
 // write the same database through the mount, in WAL and in rollback
-// journal mode. The database must stay whole and keep every row.
+// journal mode. The database must stay whole and keep every row. Without
+// passthrough (a mount by an ordinary user) the rollback journal works
+// too; WAL's shared memory cannot be shared with such a mount (gsvfs(7)).
 func TestSQLiteMountAndDiskAtOnce(t *testing.T) {
 	sqlite, err := exec.LookPath("sqlite3")
 	if err != nil {
 		t.Skipf("SKIPPED: sqlite3 is not installed (.ci/run installs it): %v", err)
 	}
-	d := procMount(t, nil)
-	dir := d.Path("workspaces/t")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	const rows = 200
-	for _, mode := range []string{"wal", "delete"} {
-		t.Run(mode, func(t *testing.T) {
-			db := "db-" + mode
-			run(t, dir, sqlite, db, "PRAGMA journal_mode="+mode+"; CREATE TABLE t(who TEXT, n INT);")
-			writers := []string{"session", "mount1", "mount2"}
-			for _, who := range writers {
-				var b strings.Builder
-				b.WriteString(".bail on\n.timeout 60000\n")
-				for i := range rows {
-					fmt.Fprintf(&b, "BEGIN IMMEDIATE; INSERT INTO t VALUES('%s', %d); COMMIT;\n", who, i)
-				}
-				if err := os.WriteFile(filepath.Join(dir, db+"-"+who+".sql"), []byte(b.String()), 0o644); err != nil {
-					t.Fatal(err)
-				}
+	for _, c := range []struct {
+		name  string
+		flags []string
+		modes []string
+	}{
+		{"passthrough", nil, []string{"wal", "delete"}},
+		{"no-passthrough", []string{"--no-passthrough"}, []string{"delete"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d := procMount(t, nil, c.flags...)
+			if err := os.Mkdir(d.Path("workspaces/t"), 0o755); err != nil {
+				t.Fatal(err)
 			}
-			session := procNew(t, d, "sqlite-"+mode)
-			procMustWrite(t, filepath.Join(session, "ctl"),
-				fmt.Sprintf("cwd /workspaces/t\nexec %s %s < %s-session.sql\n", sqlite, db, db))
-			var mounted []*exec.Cmd
-			for _, who := range writers[1:] {
-				c := exec.Command(sqlite, db)
-				c.Dir = dir
-				in, err := os.Open(filepath.Join(dir, db+"-"+who+".sql"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer in.Close()
-				c.Stdin, c.Stdout, c.Stderr = in, os.Stderr, os.Stderr
-				if err := c.Start(); err != nil {
-					t.Fatal(err)
-				}
-				mounted = append(mounted, c)
-			}
-			for i, c := range mounted {
-				if err := c.Wait(); err != nil {
-					t.Errorf("sqlite3 through the mount (%s): %v", writers[i+1], err)
-				}
-			}
-			if st := procWaitEnd(t, session); st.exit() != "0" {
-				t.Errorf("sqlite3 in the session: %s, exit %s; output:\n%s", st.Status, st.exit(), procOutput(t, session))
-			}
-			disk := filepath.Join(d.Root, "workspaces", "t")
-			got := run(t, disk, sqlite, db, "PRAGMA integrity_check; SELECT who, count(*), count(DISTINCT n) FROM t GROUP BY who ORDER BY who;")
-			want := fmt.Sprintf("ok\nmount1|%d|%[1]d\nmount2|%[1]d|%[1]d\nsession|%[1]d|%[1]d\n", rows)
-			if got != want {
-				t.Errorf("the database after writes both ways:\n%s\nwant:\n%s", got, want)
+			for _, mode := range c.modes {
+				t.Run(mode, func(t *testing.T) { sqliteBothWays(t, d, sqlite, mode) })
 			}
 		})
+	}
+}
+
+// sqliteBothWays runs the writers of TestSQLiteMountAndDiskAtOnce on a
+// database in journal mode mode and checks the result.
+func sqliteBothWays(t *testing.T, d *daemon, sqlite, mode string) {
+	const rows = 200
+	dir, db := d.Path("workspaces/t"), "db-"+mode
+	run(t, dir, sqlite, db, "PRAGMA journal_mode="+mode+"; CREATE TABLE t(who TEXT, n INT);")
+	writers := []string{"session", "mount1", "mount2"}
+	for _, who := range writers {
+		var b strings.Builder
+		b.WriteString(".bail on\n.timeout 60000\n")
+		for i := range rows {
+			fmt.Fprintf(&b, "BEGIN IMMEDIATE; INSERT INTO t VALUES('%s', %d); COMMIT;\n", who, i)
+		}
+		if err := os.WriteFile(filepath.Join(dir, db+"-"+who+".sql"), []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	session := procNew(t, d, "sqlite-"+mode)
+	procMustWrite(t, filepath.Join(session, "ctl"),
+		fmt.Sprintf("cwd /workspaces/t\nexec %s %s < %s-session.sql\n", sqlite, db, db))
+	var mounted []*exec.Cmd
+	for _, who := range writers[1:] {
+		c := exec.Command(sqlite, db)
+		c.Dir = dir
+		in, err := os.Open(filepath.Join(dir, db+"-"+who+".sql"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer in.Close()
+		c.Stdin, c.Stdout, c.Stderr = in, os.Stderr, os.Stderr
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		mounted = append(mounted, c)
+	}
+	for i, c := range mounted {
+		if err := c.Wait(); err != nil {
+			t.Errorf("sqlite3 through the mount (%s): %v", writers[i+1], err)
+		}
+	}
+	if st := procWaitEnd(t, session); st.exit() != "0" {
+		t.Errorf("sqlite3 in the session: %s, exit %s; output:\n%s", st.Status, st.exit(), procOutput(t, session))
+	}
+	disk := filepath.Join(d.Root, "workspaces", "t")
+	got := run(t, disk, sqlite, db, "PRAGMA integrity_check; SELECT who, count(*), count(DISTINCT n) FROM t GROUP BY who ORDER BY who;")
+	want := fmt.Sprintf("ok\nmount1|%d|%[1]d\nmount2|%[1]d|%[1]d\nsession|%[1]d|%[1]d\n", rows)
+	if got != want {
+		t.Errorf("the database after writes both ways:\n%s\nwant:\n%s", got, want)
 	}
 }
 
@@ -500,3 +519,32 @@ func ninepReply(t *testing.T, c net.Conn, want uint16) (uint8, []byte) {
 
 func le32At(b []byte, i int) uint32 { return le.LittleEndian.Uint32(b[i:]) }
 func le64At(b []byte, i int) uint64 { return le.LittleEndian.Uint64(b[i:]) }
+
+// Taking a lock through the mount drops what the kernel cached of the
+// file's data, so a process that locks before it reads sees what a host
+// process wrote while the lock was free, as NFS clients do. Passthrough
+// caches nothing in the mount, so the mount here has it off, and no
+// watch, so nothing else drops the cache within its second.
+func TestLocksRefreshCachedData(t *testing.T) {
+	d := startMount(t, "--no-passthrough", "--no-watch")
+	for kind, news := range map[string]string{"posix": "PSX1", "ofd": "OFD2", "flock": "FLK3"} {
+		t.Run(kind, func(t *testing.T) {
+			mnt, disk := lockFile(t, d, "cached-"+kind)
+			a := newLockAgent(t, "reader")
+			afd := a.open(mnt)
+			a.must("xxxx", "read %d 4", afd) // now in the page cache
+			f, err := os.OpenFile(disk, os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = f.WriteAt([]byte(news), 0)
+			f.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.must("ok", "set %d %s r 0 0", afd, kind)
+			a.must(news, "read %d 4", afd)
+			a.must("ok", "set %d %s u 0 0", afd, kind)
+		})
+	}
+}

@@ -302,17 +302,11 @@ func toFlock(l vfs.Lock) (unix.Flock_t, error) {
 		}
 		lk.Len = int64(l.End - l.Start + 1)
 	}
-	lk.Type = map[vfs.LockType]int16{vfs.LockUnlock: unix.F_UNLCK, vfs.LockRead: unix.F_RDLCK, vfs.LockWrite: unix.F_WRLCK}[l.Type]
+	lk.Type = l.Type.Fcntl()
 	return lk, nil
 }
 
 func fromFlock(lk *unix.Flock_t) vfs.Lock {
-	l := vfs.Lock{Type: vfs.LockUnlock, Start: uint64(lk.Start), End: vfs.LockEnd(uint64(lk.Start), uint64(lk.Len)), Pid: lk.Pid}
-	switch lk.Type {
-	case unix.F_RDLCK:
-		l.Type = vfs.LockRead
-	case unix.F_WRLCK:
-		l.Type = vfs.LockWrite
-	}
-	return l
+	return vfs.Lock{Type: vfs.LockTypeOf(lk.Type), Start: uint64(lk.Start),
+		End: vfs.LockEnd(uint64(lk.Start), uint64(lk.Len)), Pid: lk.Pid}
 }

@@ -23,6 +23,7 @@ type fileHandle struct {
 	opener   int // for a vfs.Flusher: the process that opened it
 	user     openUser
 	locked   atomic.Bool // a lock was set through it (locks.go)
+	file     uint64      // the inode it locked, once locked
 }
 
 // openUser is the user an open is counted for (userOpens), if any.
@@ -57,10 +58,8 @@ func (s *server) wrapHandle(ctx context.Context, h vfs.Handle, volatile bool, us
 	}
 	if _, ok := h.(vfs.Flusher); ok {
 		fh.opener = callerProcess(ctx)
-	} else if volatile {
-		// Nothing to do at close(2): no round trip. A stored file's
-		// close drops the closer's locks (locks.go).
-		flags |= fuse.FOPEN_NOFLUSH
+	} else {
+		flags |= fuse.FOPEN_NOFLUSH // nothing to do at close(2): no round trip
 	}
 	return fh, flags, 0
 }

@@ -20,12 +20,15 @@ import (
 // file, the kernel's locks on the backing file, which host processes see.
 //
 // Each lock names its owner: for POSIX locks the caller's file table (its
-// process), for OFD and flock locks the open file. The kernel sends FLUSH
-// at every close(2) with the closer's owner, which drops that process's
-// record locks on the file (POSIX close semantics), and RELEASE when the
-// open file goes, which drops the OFD and flock locks taken through it.
-// Volatile files open without FLUSH (FOPEN_NOFLUSH): their locks go at
-// RELEASE only.
+// process), for OFD and flock locks the open file. RELEASE, when an open
+// file goes, drops the locks taken through it (OFD, flock, and POSIX locks
+// whose last handle it was: a process's death). The kernel sends FLUSH at
+// a close(2) with the closer's owner, which drops that process's record
+// locks on the file wherever it took them (POSIX close semantics). FLUSH
+// costs every close a round trip, so it is asked for (no FOPEN_NOFLUSH)
+// only by opens of a file that a handle of the mount holds locks on at the
+// time (lockCounts): a descriptor opened before any lock was taken on its
+// file closes without dropping locks taken through another.
 
 var (
 	_ gofs.NodeGetlker  = (*node)(nil)
@@ -61,12 +64,19 @@ func (n *node) lock(ctx context.Context, fh gofs.FileHandle, cmd vfs.LockCmd, ow
 	}
 	r := vfs.LockRequest{Cmd: cmd, Flock: flags&fuse.LK_FLOCK != 0,
 		Owner: f.srv.lockOwner(owner), Lock: fromFileLock(lk)}
-	if cmd != vfs.LockTest {
-		f.locked.Store(true)
+	if cmd != vfs.LockTest && !f.locked.Swap(true) {
+		f.file = n.StableAttr().Ino
+		f.srv.lockers.add(f.file, 1)
 	}
 	got, err := vfs.LockHandle(reqCtx(ctx), f.h, n.StableAttr().Ino, r)
 	if err != nil {
 		return vfs.Lock{}, f.srv.errnoOf("lock", err)
+	}
+	if cmd != vfs.LockTest && r.Type != vfs.LockUnlock && !f.volatile {
+		// What others wrote while the lock was free must be read now,
+		// not pages the kernel cached before (as NFS drops its cache
+		// when it takes a lock). Passthrough files cache nothing here.
+		n.NotifyContent(0, 0)
 	}
 	return got, 0
 }
@@ -80,7 +90,7 @@ func (s *server) lockOwner(id uint64) vfs.LockOwner {
 // descriptor of the file (FLUSH).
 func (f *fileHandle) dropOwnerLocks(ctx context.Context, file uint64) syscall.Errno {
 	owner, ok := f.srv.flushOwners.owner(ctx)
-	if !ok {
+	if !ok || !f.srv.lockers.held(file) {
 		return 0
 	}
 	_, err := vfs.LockHandle(reqCtx(ctx), f.h, file, vfs.LockRequest{Cmd: vfs.LockFlush, Owner: f.srv.lockOwner(owner)})
@@ -91,22 +101,50 @@ func (f *fileHandle) dropOwnerLocks(ctx context.Context, file uint64) syscall.Er
 // flock) before it closes.
 func (f *fileHandle) releaseLocks() {
 	if f.locked.Load() {
-		vfs.LockHandle(context.Background(), f.h, 0, vfs.LockRequest{Cmd: vfs.LockClose})
+		vfs.LockHandle(context.Background(), f.h, f.file, vfs.LockRequest{Cmd: vfs.LockClose})
+		f.srv.lockers.add(f.file, -1)
 	}
+}
+
+// lockCounts counts, by inode, the open handles that have taken locks.
+type lockCounts struct {
+	mu sync.Mutex
+	n  map[uint64]int
+}
+
+func (c *lockCounts) add(file uint64, d int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[uint64]int{}
+	}
+	if c.n[file] += d; c.n[file] <= 0 {
+		delete(c.n, file)
+	}
+}
+
+// held reports whether a handle of the mount holds locks on file.
+func (c *lockCounts) held(file uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[file] > 0
+}
+
+// flushIfLocked asks for FLUSH on an open of file while handles hold locks
+// on it.
+func (c *lockCounts) flushIfLocked(file uint64, flags uint32) uint32 {
+	if c.held(file) {
+		flags &^= fuse.FOPEN_NOFLUSH
+	}
+	return flags
 }
 
 // fromFileLock reads the kernel's lock; its end OFFSET_MAX means the end
 // of the file.
 func fromFileLock(lk *fuse.FileLock) vfs.Lock {
-	l := vfs.Lock{Start: lk.Start, End: lk.End, Pid: int32(lk.Pid)}
+	l := vfs.Lock{Type: vfs.LockTypeOf(int16(lk.Typ)), Start: lk.Start, End: lk.End, Pid: int32(lk.Pid)}
 	if lk.End >= math.MaxInt64 {
 		l.End = vfs.LockEOF
-	}
-	switch lk.Typ {
-	case syscall.F_RDLCK:
-		l.Type = vfs.LockRead
-	case syscall.F_WRLCK:
-		l.Type = vfs.LockWrite
 	}
 	return l
 }
@@ -114,15 +152,9 @@ func fromFileLock(lk *fuse.FileLock) vfs.Lock {
 // toFileLock is l as the kernel takes it: ends past OFFSET_MAX are refused
 // there, and a pid of no process is 0.
 func toFileLock(l vfs.Lock) fuse.FileLock {
-	lk := fuse.FileLock{Start: l.Start, End: min(l.End, math.MaxInt64), Typ: syscall.F_UNLCK}
+	lk := fuse.FileLock{Start: l.Start, End: min(l.End, math.MaxInt64), Typ: uint32(l.Type.Fcntl())}
 	if l.Pid > 0 {
 		lk.Pid = uint32(l.Pid)
-	}
-	switch l.Type {
-	case vfs.LockRead:
-		lk.Typ = syscall.F_RDLCK
-	case vfs.LockWrite:
-		lk.Typ = syscall.F_WRLCK
 	}
 	return lk
 }

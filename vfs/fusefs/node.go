@@ -240,6 +240,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 		return nil, 0, n.srv.toErrno("open", err)
 	}
 	fh, fuseFlags, errno := n.srv.wrapHandle(ctx, h, n.volatile, user)
+	fuseFlags = n.srv.lockers.flushIfLocked(n.StableAttr().Ino, fuseFlags)
 	if errno == 0 && (flags&syscall.O_TRUNC != 0 || flags&syscall.O_ACCMODE != syscall.O_RDONLY) {
 		if errno = fh.(*fileHandle).clearSetID(ctx); errno != 0 {
 			fh.(*fileHandle).Release(ctx) // the kernel gets no handle to release
@@ -459,8 +460,9 @@ func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
 }
 
 // Flush reaches handles that finish something at close(2) (vfs.Flusher)
-// and those of stored files, whose close drops the closer's locks: every
-// other open tells the kernel not to send it (FOPEN_NOFLUSH, wrapHandle).
+// and those of files locked through the mount, whose close drops the
+// closer's locks: every other open tells the kernel not to send it
+// (FOPEN_NOFLUSH, wrapHandle, lockCounts).
 // It never answers ENOSYS, which the kernel would remember for the whole
 // mount.
 func (n *node) Flush(ctx context.Context, fh gofs.FileHandle) syscall.Errno {

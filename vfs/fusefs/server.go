@@ -56,8 +56,10 @@ type server struct {
 	log   *slog.Logger
 	opens *userOpens
 	watch watchState
-	// flushOwners carries each FLUSH's lock owner to Flush (locks.go).
+	// flushOwners carries each FLUSH's lock owner to Flush, and
+	// lockers counts the handles that hold locks, by inode (locks.go).
 	flushOwners flushOwners
+	lockers     lockCounts
 }
 
 // Mount is a live FUSE mount of a vfs tree.
