@@ -22,8 +22,14 @@ var memLocks = newLockTable()
 type lockTable struct {
 	mu      sync.Mutex
 	files   map[lockKey][]heldLock
+	edges   map[any]int   // how many locks each edge's owners hold
 	changed chan struct{} // closed and replaced at every change
 }
+
+// maxEdgeLocks bounds the memory locks the owners of one edge (one 9P
+// connection, one FUSE mount) may hold, so no client can fill the
+// daemon's memory with them: past it a lock fails with ENOLCK.
+const maxEdgeLocks = 10000
 
 type lockKey struct {
 	file  uint64
@@ -39,7 +45,7 @@ type heldLock struct {
 }
 
 func newLockTable() *lockTable {
-	return &lockTable{files: map[lockKey][]heldLock{}, changed: make(chan struct{})}
+	return &lockTable{files: map[lockKey][]heldLock{}, edges: map[any]int{}, changed: make(chan struct{})}
 }
 
 func (t *lockTable) do(ctx context.Context, h Handle, file uint64, r LockRequest) (Lock, error) {
@@ -65,12 +71,12 @@ func (t *lockTable) do(ctx context.Context, h Handle, file uint64, r LockRequest
 		return Lock{}, nil
 	}
 	for {
-		blocked, changed := t.set(k, want)
-		if !blocked {
+		changed, err := t.set(k, want)
+		if err != syscall.EAGAIN || r.Cmd != LockWait {
+			if err != 0 {
+				return Lock{}, Error("lock", "", err)
+			}
 			return Lock{}, nil
-		}
-		if r.Cmd != LockWait {
-			return Lock{}, Error("lock", "", syscall.EAGAIN)
 		}
 		select {
 		case <-changed:
@@ -86,17 +92,21 @@ func (t *lockTable) changedLocked() {
 	t.changed = make(chan struct{})
 }
 
-// set applies a lock or unlock and reports whether another owner's lock
-// was in the way, with a channel that is closed at the next change.
-func (t *lockTable) set(k lockKey, want heldLock) (blocked bool, changed <-chan struct{}) {
+// set applies a lock or unlock. It fails with EAGAIN, and a channel that
+// is closed at the next change, when another owner's lock is in the way,
+// and with ENOLCK when the owner's edge holds too many.
+func (t *lockTable) set(k lockKey, want heldLock) (changed <-chan struct{}, err syscall.Errno) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	locks := t.files[k]
 	if want.Type != LockUnlock {
 		for _, l := range locks {
 			if l.owner != want.owner && l.conflicts(want.Lock) {
-				return true, t.changed
+				return t.changed, syscall.EAGAIN
 			}
+		}
+		if t.edges[want.owner.Edge] >= maxEdgeLocks {
+			return nil, syscall.ENOLCK
 		}
 	}
 	// The owner's own locks over the range are replaced: cut them
@@ -123,12 +133,20 @@ func (t *lockTable) set(k lockKey, want heldLock) (blocked bool, changed <-chan 
 	}
 	t.store(k, out)
 	t.changedLocked() // a relock to read or a split may free a waiter too
-	return false, nil
+	return nil, 0
 }
 
 // store keeps a file's locks, forgetting the file when none are left.
 // t.mu must be held.
 func (t *lockTable) store(k lockKey, locks []heldLock) {
+	for _, l := range t.files[k] {
+		if t.edges[l.owner.Edge]--; t.edges[l.owner.Edge] == 0 {
+			delete(t.edges, l.owner.Edge)
+		}
+	}
+	for _, l := range locks {
+		t.edges[l.owner.Edge]++
+	}
 	if len(locks) == 0 {
 		delete(t.files, k)
 	} else {
@@ -153,7 +171,7 @@ func (t *lockTable) drop(gone func(lockKey, heldLock) bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for k, locks := range t.files {
-		kept := locks[:0]
+		var kept []heldLock // a new slice: store counts the old one
 		for _, l := range locks {
 			if !gone(k, l) {
 				kept = append(kept, l)

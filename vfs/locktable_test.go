@@ -115,3 +115,36 @@ func TestLockWait(t *testing.T) {
 		t.Errorf("interrupted waiter: got %v, want EINTR", err)
 	}
 }
+
+// One edge's owners cannot hold more than maxEdgeLocks memory locks; the
+// others' are not affected, and closing gives the room back.
+func TestLockTableBound(t *testing.T) {
+	tab := newLockTable()
+	ctx := context.Background()
+	rogue, fair := &memHandle{}, &memHandle{}
+	lock := func(h Handle, edge string, file uint64) error {
+		_, err := tab.do(ctx, h, file, LockRequest{Cmd: LockSet, Owner: LockOwner{Edge: edge, ID: file},
+			Lock: Lock{Type: LockRead, End: LockEOF}})
+		return err
+	}
+	for i := range maxEdgeLocks {
+		if err := lock(rogue, "rogue", uint64(i)); err != nil {
+			t.Fatalf("lock %d: %v", i, err)
+		}
+	}
+	if err := lock(rogue, "rogue", maxEdgeLocks); !errors.Is(err, syscall.ENOLCK) {
+		t.Errorf("a lock past the bound: %v, want ENOLCK", err)
+	}
+	if err := lock(fair, "fair", 1); err != nil {
+		t.Errorf("another edge's lock: %v", err)
+	}
+	tab.do(ctx, rogue, 0, LockRequest{Cmd: LockClose})
+	if err := lock(rogue, "rogue", 0); err != nil {
+		t.Errorf("a lock after the others closed: %v", err)
+	}
+	tab.do(ctx, rogue, 0, LockRequest{Cmd: LockClose})
+	tab.do(ctx, fair, 0, LockRequest{Cmd: LockClose})
+	if len(tab.edges) != 0 || len(tab.files) != 0 {
+		t.Errorf("counts left after every handle closed: %v", tab.edges)
+	}
+}

@@ -38,18 +38,24 @@ import (
 // it came.
 
 // maxOwnerFiles bounds the descriptions held for lock owners across the
-// daemon, so no client can make it run out of descriptors; past it a new
-// owner's lock fails with ENOLCK.
-const maxOwnerFiles = 4096
+// daemon, and maxEdgeFiles those of one edge's owners (one 9P connection,
+// one FUSE mount), so no client can make the daemon run out of
+// descriptors, nor take them all; past them a new owner's lock fails with
+// ENOLCK.
+const (
+	maxOwnerFiles = 4096
+	maxEdgeFiles  = 1024
+)
 
 // hostLocks is every lock owner's description, by file. It is the
 // daemon's, not a tree's: two trees that reach one host file share owners.
-var hostLocks = &ownerFiles{files: map[fileID]map[vfs.LockOwner]*ownerFile{}}
+var hostLocks = &ownerFiles{files: map[fileID]map[vfs.LockOwner]*ownerFile{}, edges: map[any]int{}}
 
 type ownerFiles struct {
 	mu    sync.Mutex // held across each fcntl on an owner's description, never across a wait
 	files map[fileID]map[vfs.LockOwner]*ownerFile
-	count int
+	count int         // descriptions held
+	edges map[any]int // descriptions held, by the owner's edge
 }
 
 // ownerFile is one owner's description of a file, holding its locks.
@@ -188,7 +194,7 @@ func (o *ownerFiles) set(h *fileHandle, r vfs.LockRequest) error {
 // and write locks through any of its handles (mayLock checks each
 // handle's mode), else the handle's own mode. o.mu is held.
 func (o *ownerFiles) openLocked(h *fileHandle, owner vfs.LockOwner) (*ownerFile, error) {
-	if o.count >= maxOwnerFiles {
+	if o.count >= maxOwnerFiles || o.edges[owner.Edge] >= maxEdgeFiles {
 		return nil, unix.ENOLCK
 	}
 	self := "/proc/self/fd/" + strconv.Itoa(h.fd)
@@ -209,6 +215,7 @@ func (o *ownerFiles) openLocked(h *fileHandle, owner vfs.LockOwner) (*ownerFile,
 	}
 	o.files[h.n.id][owner] = of
 	o.count++
+	o.edges[owner.Edge]++
 	return of, nil
 }
 
@@ -221,6 +228,9 @@ func (o *ownerFiles) closeLocked(file fileID, owner vfs.LockOwner) {
 	}
 	unix.Close(of.fd)
 	o.count--
+	if o.edges[owner.Edge]--; o.edges[owner.Edge] == 0 {
+		delete(o.edges, owner.Edge)
+	}
 	delete(o.files[file], owner)
 	if len(o.files[file]) == 0 {
 		delete(o.files, file)
