@@ -83,6 +83,11 @@ type LockRequest struct {
 	Flock bool // a whole-file flock(2) lock of this open, not a record lock
 	Owner LockOwner
 	Lock
+	// Open names the open file the request comes through, for LockHandle's
+	// memory locks (LockClose drops those taken through it): a comparable
+	// value unique to the open, such as the edge's own handle. A Locker
+	// knows its open and ignores it.
+	Open any
 }
 
 // LockHandle carries out r on h: through h's own Locker, or else in the
@@ -95,7 +100,7 @@ func LockHandle(ctx context.Context, h Handle, file uint64, r LockRequest) (Lock
 	if l, ok := h.(Locker); ok {
 		return l.Lock(ctx, r)
 	}
-	return memLocks.do(ctx, h, file, r)
+	return memLocks.do(ctx, file, r)
 }
 
 // CheckLock refuses a malformed request with EINVAL before it reaches a

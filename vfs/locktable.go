@@ -36,19 +36,19 @@ type lockKey struct {
 	flock bool
 }
 
-// heldLock is a lock and who holds it: the owner, and the handle it was
-// taken through (which LockClose drops).
+// heldLock is a lock and who holds it: the owner, and the open it was
+// taken through (LockRequest.Open, which LockClose drops).
 type heldLock struct {
 	Lock
 	owner LockOwner
-	via   Handle
+	via   any
 }
 
 func newLockTable() *lockTable {
 	return &lockTable{files: map[lockKey][]heldLock{}, edges: map[any]int{}, changed: make(chan struct{})}
 }
 
-func (t *lockTable) do(ctx context.Context, h Handle, file uint64, r LockRequest) (Lock, error) {
+func (t *lockTable) do(ctx context.Context, file uint64, r LockRequest) (Lock, error) {
 	if err := CheckLock(r); err != nil {
 		return Lock{}, err
 	}
@@ -56,7 +56,7 @@ func (t *lockTable) do(ctx context.Context, h Handle, file uint64, r LockRequest
 	if r.Flock {
 		r.Start, r.End = 0, LockEOF
 	}
-	want := heldLock{Lock: r.Lock, owner: r.Owner, via: h}
+	want := heldLock{Lock: r.Lock, owner: r.Owner, via: r.Open}
 	switch r.Cmd {
 	case LockTest:
 		if l, ok := t.test(k, want); ok {
@@ -67,7 +67,7 @@ func (t *lockTable) do(ctx context.Context, h Handle, file uint64, r LockRequest
 		t.drop(func(k lockKey, l heldLock) bool { return k.file == file && !k.flock && l.owner == r.Owner })
 		return Lock{}, nil
 	case LockClose:
-		t.drop(func(_ lockKey, l heldLock) bool { return l.via == h })
+		t.drop(func(_ lockKey, l heldLock) bool { return r.Open != nil && l.via == r.Open })
 		return Lock{}, nil
 	}
 	for {

@@ -12,6 +12,12 @@ import (
 // memHandle stands for an open handle with no host file behind it.
 type memHandle struct{ Handle }
 
+// withOpen is r made through the open h.
+func withOpen(r LockRequest, h Handle) LockRequest {
+	r.Open = h
+	return r
+}
+
 // The memory lock table follows fcntl(2): other owners' overlapping locks
 // conflict unless both are read locks; an owner's own locks are replaced
 // over the range it relocks or unlocks, splitting where needed.
@@ -44,7 +50,7 @@ func TestLockTable(t *testing.T) {
 	tab := newLockTable()
 	ctx := context.Background()
 	for _, s := range steps {
-		if _, err := tab.do(ctx, s.h, 7, s.r); Errno(err) != s.want {
+		if _, err := tab.do(ctx, 7, withOpen(s.r, s.h)); Errno(err) != s.want {
 			t.Fatalf("%s: got %v, want %v", s.what, err, s.want)
 		}
 	}
@@ -52,7 +58,7 @@ func TestLockTable(t *testing.T) {
 	test := func(o LockOwner, typ LockType, start, length uint64) Lock {
 		r := lk(o, typ, start, length)
 		r.Cmd = LockTest
-		got, err := tab.do(ctx, ha, 7, r)
+		got, err := tab.do(ctx, 7, withOpen(r, ha))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,15 +76,15 @@ func TestLockTable(t *testing.T) {
 			t.Errorf("got %+v, want %+v", tc.got, tc.want)
 		}
 	}
-	tab.do(ctx, hb, 7, LockRequest{Cmd: LockFlush, Owner: b})
+	tab.do(ctx, 7, withOpen(LockRequest{Cmd: LockFlush, Owner: b}, hb))
 	if got := test(a2, LockWrite, 40, 20); got.Type != LockUnlock {
 		t.Errorf("B's record locks survived its close: %+v", got)
 	}
-	if _, err := tab.do(ctx, ha, 7, LockRequest{Cmd: LockSet, Flock: true, Owner: a, Lock: Lock{Type: LockRead}}); Errno(err) != syscall.EAGAIN {
+	if _, err := tab.do(ctx, 7, withOpen(LockRequest{Cmd: LockSet, Flock: true, Owner: a, Lock: Lock{Type: LockRead}}, ha)); Errno(err) != syscall.EAGAIN {
 		t.Errorf("B's flock went with its record locks: %v", err)
 	}
-	tab.do(ctx, hb, 7, LockRequest{Cmd: LockClose})
-	tab.do(ctx, ha, 7, LockRequest{Cmd: LockClose})
+	tab.do(ctx, 7, withOpen(LockRequest{Cmd: LockClose}, hb))
+	tab.do(ctx, 7, withOpen(LockRequest{Cmd: LockClose}, ha))
 	if len(tab.files) != 0 {
 		t.Errorf("locks left after every handle closed: %+v", tab.files)
 	}
@@ -94,22 +100,22 @@ func TestLockWait(t *testing.T) {
 	holder := LockRequest{Cmd: LockWait, Owner: LockOwner{ID: 1}, Lock: Lock{Type: LockWrite, End: LockEOF}}
 	waiter := LockRequest{Cmd: LockWait, Owner: LockOwner{ID: 2}, Lock: Lock{Type: LockWrite, End: LockEOF}}
 	tab := newLockTable()
-	tab.do(context.Background(), ha, 1, holder)
+	tab.do(context.Background(), 1, withOpen(holder, ha))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	got := make(chan error, 1)
-	go func() { _, err := tab.do(ctx, hb, 1, waiter); got <- err }()
+	go func() { _, err := tab.do(ctx, 1, withOpen(waiter, hb)); got <- err }()
 	select {
 	case err := <-got:
 		t.Fatalf("the waiter got the lock while it was held: %v", err)
 	case <-time.After(50 * time.Millisecond):
 	}
-	tab.do(context.Background(), ha, 1, LockRequest{Cmd: LockClose}) // the holder's handle closes
+	tab.do(context.Background(), 1, withOpen(LockRequest{Cmd: LockClose}, ha)) // the holder's handle closes
 	if err := <-got; err != nil {
 		t.Fatalf("waiter after the release: %v", err)
 	}
 
-	go func() { _, err := tab.do(ctx, ha, 1, holder); got <- err }() // now the first owner waits
+	go func() { _, err := tab.do(ctx, 1, withOpen(holder, ha)); got <- err }() // now the first owner waits
 	cancel()
 	if err := <-got; !errors.Is(err, syscall.EINTR) {
 		t.Errorf("interrupted waiter: got %v, want EINTR", err)
@@ -123,8 +129,8 @@ func TestLockTableBound(t *testing.T) {
 	ctx := context.Background()
 	rogue, fair := &memHandle{}, &memHandle{}
 	lock := func(h Handle, edge string, file uint64) error {
-		_, err := tab.do(ctx, h, file, LockRequest{Cmd: LockSet, Owner: LockOwner{Edge: edge, ID: file},
-			Lock: Lock{Type: LockRead, End: LockEOF}})
+		_, err := tab.do(ctx, file, withOpen(LockRequest{Cmd: LockSet, Owner: LockOwner{Edge: edge, ID: file},
+			Lock: Lock{Type: LockRead, End: LockEOF}}, h))
 		return err
 	}
 	for i := range maxEdgeLocks {
@@ -138,12 +144,12 @@ func TestLockTableBound(t *testing.T) {
 	if err := lock(fair, "fair", 1); err != nil {
 		t.Errorf("another edge's lock: %v", err)
 	}
-	tab.do(ctx, rogue, 0, LockRequest{Cmd: LockClose})
+	tab.do(ctx, 0, withOpen(LockRequest{Cmd: LockClose}, rogue))
 	if err := lock(rogue, "rogue", 0); err != nil {
 		t.Errorf("a lock after the others closed: %v", err)
 	}
-	tab.do(ctx, rogue, 0, LockRequest{Cmd: LockClose})
-	tab.do(ctx, fair, 0, LockRequest{Cmd: LockClose})
+	tab.do(ctx, 0, withOpen(LockRequest{Cmd: LockClose}, rogue))
+	tab.do(ctx, 0, withOpen(LockRequest{Cmd: LockClose}, fair))
 	if len(tab.edges) != 0 || len(tab.files) != 0 {
 		t.Errorf("counts left after every handle closed: %v", tab.edges)
 	}

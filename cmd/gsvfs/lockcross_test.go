@@ -420,10 +420,7 @@ func TestNinepLocksCrossDisk(t *testing.T) {
 	c := floodConn(t, filepath.Join(d.Root, "gsvfs.sock"), "ninep") // fid 2, open for reading
 	rpc := func(typ uint8, tag uint16, body ...[]byte) (uint8, []byte) {
 		t.Helper()
-		if _, err := c.Write(floodFrame(typ, tag, body...)); err != nil {
-			t.Fatal(err)
-		}
-		return ninepReply(t, c, tag)
+		return rpc9(t, c, typ, tag, body...)
 	}
 	const (
 		tlock, tgetlock, tflush = 52, 54, 108
@@ -498,6 +495,74 @@ func TestNinepLocksCrossDisk(t *testing.T) {
 	host.must("ok", "set %d posix w 0 0", hfd)
 }
 
+// A 9P client cannot make the daemon hold a description per lock owner
+// without bound, nor pass it a malformed lock.
+func TestNinepLocksRogueClient(t *testing.T) {
+	d := startMount(t)
+	lockFile(t, d, "rogue")
+	c := floodConn(t, filepath.Join(d.Root, "gsvfs.sock"), "rogue") // fid 2, open for reading
+	lock := func(typ uint8, start, length uint64, proc uint32) string {
+		t.Helper()
+		if _, err := c.Write(floodFrame(52, 1, le32(2), []byte{typ}, le32(0), le64(start), le64(length), le32(proc), str9("rogue"))); err != nil {
+			t.Fatal(err)
+		}
+		switch typ, r := ninepReply(t, c, 1); {
+		case typ == 7:
+			return syscall.Errno(le32At(r, 0)).Error()
+		case typ == 53 && r[0] == 0:
+			return "success"
+		default:
+			return fmt.Sprintf("type %d %x", typ, r)
+		}
+	}
+	for _, tc := range []struct {
+		what          string
+		typ           uint8
+		start, length uint64
+		want          syscall.Errno
+	}{
+		{"an unknown lock type", 7, 0, 0, syscall.EINVAL},
+		{"a start past the largest offset", 0, 1 << 63, 1, syscall.EINVAL},
+		{"a length past it", 0, 1, 1<<63 + 5, syscall.EINVAL},
+	} {
+		if got := lock(tc.typ, tc.start, tc.length, 1); got != tc.want.Error() {
+			t.Errorf("Tlock with %s: %s, want %v", tc.what, got, tc.want)
+		}
+	}
+	proc := uint32(1)
+	for ; proc < 5000; proc++ {
+		if got := lock(0, 0, 0, proc); got != "success" {
+			if got != syscall.ENOLCK.Error() || proc < 100 {
+				t.Fatalf("read lock of proc %d: %s, want success then ENOLCK", proc, got)
+			}
+			break
+		}
+	}
+	if proc == 5000 {
+		t.Fatal("4999 lock owners of one connection each held a description")
+	}
+	if typ, _ := rpc9(t, c, 120, 9, le32(2)); typ != 121 {
+		t.Fatalf("Tclunk: message type %d", typ)
+	}
+	// The clunk gave every description back: a new connection's owners
+	// lock as many again.
+	c = floodConn(t, filepath.Join(d.Root, "gsvfs.sock"), "rogue")
+	for p := uint32(1); p < proc; p++ {
+		if got := lock(0, 0, 0, p); got != "success" {
+			t.Fatalf("after the clunk, read lock of proc %d: %s", p, got)
+		}
+	}
+}
+
+// rpc9 sends one request and returns the type and body of its reply.
+func rpc9(t *testing.T, c net.Conn, typ uint8, tag uint16, body ...[]byte) (uint8, []byte) {
+	t.Helper()
+	if _, err := c.Write(floodFrame(typ, tag, body...)); err != nil {
+		t.Fatal(err)
+	}
+	return ninepReply(t, c, tag)
+}
+
 // ninepReply reads one reply and returns its type and body; want is its
 // tag (0: any).
 func ninepReply(t *testing.T, c net.Conn, want uint16) (uint8, []byte) {
@@ -547,4 +612,21 @@ func TestLocksRefreshCachedData(t *testing.T) {
 			a.must("ok", "set %d %s u 0 0", afd, kind)
 		})
 	}
+}
+
+// Files with no disk behind them keep their locks in the daemon's memory,
+// with the same rules between the mount's processes.
+func TestLocksSyntheticFiles(t *testing.T) {
+	d := startMount(t)
+	a, b := newLockAgent(t, "a"), newLockAgent(t, "b")
+	afd, bfd := a.open(d.Path("dev/null")), b.open(d.Path("dev/null"))
+	a.must("ok", "set %d posix w 0 10", afd)
+	b.must("EAGAIN", "set %d posix r 5 1", bfd)
+	b.must(fmt.Sprintf("w 0 10 %d", a.cmd.Process.Pid), "get %d posix r 0 0", bfd)
+	b.must("ok", "set %d posix w 10 0", bfd)
+	a.must("ok", "set %d flock w 0 0", afd)
+	b.must("EAGAIN", "set %d flock r 0 0", bfd)
+	a.must("ok", "close %d", afd) // its last close: both go, the moment after
+	b.must("ok", "wait %d posix w 0 0", bfd)
+	b.must("ok", "wait %d flock w 0 0", bfd)
 }

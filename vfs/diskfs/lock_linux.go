@@ -192,9 +192,18 @@ func (o *ownerFiles) set(h *fileHandle, r vfs.LockRequest) error {
 // openLocked gives owner a description of h's file of its own: read and
 // write where the daemon may, so one description serves the owner's read
 // and write locks through any of its handles (mayLock checks each
-// handle's mode), else the handle's own mode. o.mu is held.
+// handle's mode), else the handle's own mode. Only a regular file is
+// opened again: a second open of a device or a FIFO may do something.
+// o.mu is held.
 func (o *ownerFiles) openLocked(h *fileHandle, owner vfs.LockOwner) (*ownerFile, error) {
 	if o.count >= maxOwnerFiles || o.edges[owner.Edge] >= maxEdgeFiles {
+		return nil, unix.ENOLCK
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(h.fd, &st); err != nil {
+		return nil, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return nil, unix.ENOLCK
 	}
 	self := "/proc/self/fd/" + strconv.Itoa(h.fd)

@@ -22,13 +22,15 @@ import (
 // Each lock names its owner: for POSIX locks the caller's file table (its
 // process), for OFD and flock locks the open file. RELEASE, when an open
 // file goes, drops the locks taken through it (OFD, flock, and POSIX locks
-// whose last handle it was: a process's death). The kernel sends FLUSH at
-// a close(2) with the closer's owner, which drops that process's record
-// locks on the file wherever it took them (POSIX close semantics). FLUSH
-// costs every close a round trip, so it is asked for (no FOPEN_NOFLUSH)
-// only by opens of a file that a handle of the mount holds locks on at the
-// time (lockCounts): a descriptor opened before any lock was taken on its
-// file closes without dropping locks taken through another.
+// whose last handle it was: a process's death), but the kernel sends it
+// after close(2) has returned. FLUSH comes within close(2), with the
+// closer's owner, and drops that process's record locks on the file
+// wherever it took them (POSIX close semantics). FLUSH costs a close a
+// round trip, so only opens that may need it ask for it (flushFor): opens
+// of stored files for writing, and any open of a file that a handle of
+// the mount holds locks on at the time. Read locks taken through a
+// descriptor opened for reading only while nothing was locked go a moment
+// after its last close.
 
 var (
 	_ gofs.NodeGetlker  = (*node)(nil)
@@ -63,7 +65,7 @@ func (n *node) lock(ctx context.Context, fh gofs.FileHandle, cmd vfs.LockCmd, ow
 		return vfs.Lock{}, syscall.EBADF
 	}
 	r := vfs.LockRequest{Cmd: cmd, Flock: flags&fuse.LK_FLOCK != 0,
-		Owner: f.srv.lockOwner(owner), Lock: fromFileLock(lk)}
+		Owner: f.srv.lockOwner(owner), Lock: fromFileLock(lk), Open: f}
 	if cmd != vfs.LockTest && !f.locked.Swap(true) {
 		f.file = n.StableAttr().Ino
 		f.srv.lockers.add(f.file, 1)
@@ -101,7 +103,7 @@ func (f *fileHandle) dropOwnerLocks(ctx context.Context, file uint64) syscall.Er
 // flock) before it closes.
 func (f *fileHandle) releaseLocks() {
 	if f.locked.Load() {
-		vfs.LockHandle(context.Background(), f.h, f.file, vfs.LockRequest{Cmd: vfs.LockClose})
+		vfs.LockHandle(context.Background(), f.h, f.file, vfs.LockRequest{Cmd: vfs.LockClose, Open: f})
 		f.srv.lockers.add(f.file, -1)
 	}
 }
@@ -130,13 +132,16 @@ func (c *lockCounts) held(file uint64) bool {
 	return c.n[file] > 0
 }
 
-// flushIfLocked asks for FLUSH on an open of file while handles hold locks
-// on it.
-func (c *lockCounts) flushIfLocked(file uint64, flags uint32) uint32 {
-	if c.held(file) {
-		flags &^= fuse.FOPEN_NOFLUSH
+// flushFor asks for FLUSH (clears FOPEN_NOFLUSH from fuseFlags) on an
+// open of file with openFlags where a close may have locks to drop: while
+// handles hold locks on the file, and for an open of a stored file for
+// writing, which may take write locks and whose close must let them go
+// at once (open, lock, close is the common way of taking one).
+func (c *lockCounts) flushFor(file uint64, openFlags uint32, volatile bool, fuseFlags uint32) uint32 {
+	if !volatile && openFlags&syscall.O_ACCMODE != syscall.O_RDONLY || c.held(file) {
+		fuseFlags &^= fuse.FOPEN_NOFLUSH
 	}
-	return flags
+	return fuseFlags
 }
 
 // fromFileLock reads the kernel's lock; its end OFFSET_MAX means the end

@@ -240,7 +240,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 		return nil, 0, n.srv.toErrno("open", err)
 	}
 	fh, fuseFlags, errno := n.srv.wrapHandle(ctx, h, n.volatile, user)
-	fuseFlags = n.srv.lockers.flushIfLocked(n.StableAttr().Ino, fuseFlags)
+	fuseFlags = n.srv.lockers.flushFor(n.StableAttr().Ino, flags, n.volatile, fuseFlags)
 	if errno == 0 && (flags&syscall.O_TRUNC != 0 || flags&syscall.O_ACCMODE != syscall.O_RDONLY) {
 		if errno = fh.(*fileHandle).clearSetID(ctx); errno != 0 {
 			fh.(*fileHandle).Release(ctx) // the kernel gets no handle to release
@@ -287,7 +287,11 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		n.srv.release(user)
 		return nil, nil, 0, n.srv.toErrno("create", err)
 	}
-	return n.openChild(ctx, user, name, child, h, out)
+	inode, fh, fuseFlags, errno := n.openChild(ctx, user, name, child, h, out)
+	if errno == 0 {
+		fuseFlags = n.srv.lockers.flushFor(inode.StableAttr().Ino, flags, inode.Operations().(*node).volatile, fuseFlags)
+	}
+	return inode, fh, fuseFlags, errno
 }
 
 // openChild hands a file just made and opened (create, tmpfile) to the

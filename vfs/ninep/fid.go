@@ -134,7 +134,7 @@ func (c *conn) release(f *fid) {
 	f.handle = nil
 	f.mu.Unlock()
 	if h != nil {
-		unlockHandle(h, locked)
+		f.unlockHandle(h, locked)
 		h.Close()
 		c.dropOpen()
 	}

@@ -90,13 +90,14 @@ func (f *fid) lock(ctx context.Context, r vfs.LockRequest) (vfs.Lock, error) {
 	if err != nil {
 		return vfs.Lock{}, err
 	}
+	r.Open = f
 	return vfs.LockHandle(ctx, h, a.Ino, r)
 }
 
-// unlockHandle drops the locks taken through a fid's handle before it
+// unlockHandle drops the locks taken through the fid's handle h before it
 // closes.
-func unlockHandle(h vfs.Handle, locked bool) {
+func (f *fid) unlockHandle(h vfs.Handle, locked bool) {
 	if locked {
-		vfs.LockHandle(context.Background(), h, 0, vfs.LockRequest{Cmd: vfs.LockClose})
+		vfs.LockHandle(context.Background(), h, 0, vfs.LockRequest{Cmd: vfs.LockClose, Open: f})
 	}
 }
