@@ -117,6 +117,9 @@ func (h *fileHandle) mayLock(t vfs.LockType) error {
 }
 
 func (h *fileHandle) flock(ctx context.Context, r vfs.LockRequest) error {
+	if r.Cmd == vfs.LockTest {
+		return vfs.Error("lock", "", syscall.EINVAL) // flock(2) has no test
+	}
 	how := map[vfs.LockType]int{vfs.LockUnlock: unix.LOCK_UN, vfs.LockRead: unix.LOCK_SH, vfs.LockWrite: unix.LOCK_EX}[r.Type]
 	if r.Type != vfs.LockUnlock {
 		h.flocked.Store(true)
