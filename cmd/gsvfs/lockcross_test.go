@@ -630,3 +630,32 @@ func TestLocksSyntheticFiles(t *testing.T) {
 	b.must("ok", "wait %d posix w 0 0", bfd)
 	b.must("ok", "wait %d flock w 0 0", bfd)
 }
+
+// A mount attached to the daemon that serves the state directory sends its
+// locks to that daemon (Tlock), so they too are the backing file's: they
+// exclude host processes and the first mount's users, each way.
+func TestLocksThroughAttachedMount(t *testing.T) {
+	first := startMount(t)
+	second := mountAt(t, first.Root, filepath.Join(smSharedTempDir(t), "second"))
+	t.Cleanup(func() { second.stop(t) })
+	mnt1, disk := lockFile(t, first, "attached")
+	mnt2 := second.Path("workspaces/attached")
+	for _, kind := range []string{"posix", "ofd", "flock"} {
+		t.Run(kind, func(t *testing.T) {
+			att, host, one := newLockAgent(t, "attached"), newLockAgent(t, "host"), newLockAgent(t, "first mount")
+			afd, hfd, ofd := att.open(mnt2), host.open(disk), one.open(mnt1)
+			att.must("ok", "set %d %s w 0 0", afd, kind)
+			host.must("EAGAIN", "set %d %s r 0 0", hfd, kind)
+			one.must("EAGAIN", "set %d %s r 0 0", ofd, kind)
+			att.must("ok", "close %d", afd) // the close lets it go
+			host.must("ok", "wait %d %s w 0 0", hfd, kind)
+			afd = att.open(mnt2)
+			att.must("EAGAIN", "set %d %s r 0 0", afd, kind)
+			if kind == "posix" { // F_OFD_GETLK names no process
+				att.must(fmt.Sprintf("w 0 0 %d", host.cmd.Process.Pid), "get %d %s r 0 0", afd, kind)
+			}
+			host.must("ok", "set %d %s u 0 0", hfd, kind)
+			att.must("ok", "wait %d %s r 0 0", afd, kind)
+		})
+	}
+}

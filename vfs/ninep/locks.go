@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"syscall"
 
 	"github.com/gsvfs/gsvfs/vfs"
@@ -46,14 +47,7 @@ func (c *conn) getlock(ctx context.Context, m *Tgetlock) (Message, error) {
 		}
 		r := &Rgetlock{lockDesc{Type: LockUnlock, Start: m.Start, Length: m.Length, ProcID: m.ProcID, ClientID: m.ClientID}}
 		if l.Type != vfs.LockUnlock {
-			r.Type, r.Start, r.ProcID, r.ClientID = LockRead, l.Start, uint32(max(l.Pid, 0)), ""
-			if l.Type == vfs.LockWrite {
-				r.Type = LockWrite
-			}
-			r.Length = 0
-			if l.End != math.MaxUint64 {
-				r.Length = l.End - l.Start + 1
-			}
+			r.lockDesc = lockDesc{Type: wireLockType(l.Type), Start: l.Start, Length: wireLength(l), ProcID: uint32(max(l.Pid, 0))}
 		}
 		return r, nil
 	})
@@ -62,17 +56,42 @@ func (c *conn) getlock(ctx context.Context, m *Tgetlock) (Message, error) {
 // lockRequest is a Tlock's or Tgetlock's request. A type out of range
 // fails in vfs.CheckLock.
 func (c *conn) lockRequest(cmd vfs.LockCmd, typ uint8, start, length uint64, proc uint32, client string) vfs.LockRequest {
-	t := vfs.LockType(math.MaxUint8)
+	return vfs.LockRequest{Cmd: cmd, Owner: vfs.LockOwner{Edge: c, Client: client, ID: uint64(proc)},
+		Flock: strings.HasPrefix(client, flockClient), // a gsvfs client's flock (clocks.go)
+		Lock:  vfs.Lock{Type: lockTypeOf(typ), Start: start, End: vfs.LockEnd(start, length), Pid: int32(proc)}}
+}
+
+// lockTypeOf reads a lock type of the wire; one out of range is no
+// vfs.LockType either, and fails in vfs.CheckLock.
+func lockTypeOf(typ uint8) vfs.LockType {
 	switch typ {
 	case LockRead:
-		t = vfs.LockRead
+		return vfs.LockRead
 	case LockWrite:
-		t = vfs.LockWrite
+		return vfs.LockWrite
 	case LockUnlock:
-		t = vfs.LockUnlock
+		return vfs.LockUnlock
 	}
-	return vfs.LockRequest{Cmd: cmd, Owner: vfs.LockOwner{Edge: c, Client: client, ID: uint64(proc)},
-		Lock: vfs.Lock{Type: t, Start: start, End: vfs.LockEnd(start, length), Pid: int32(proc)}}
+	return math.MaxUint8
+}
+
+// wireLockType is t as the wire numbers it.
+func wireLockType(t vfs.LockType) uint8 {
+	switch t {
+	case vfs.LockRead:
+		return LockRead
+	case vfs.LockWrite:
+		return LockWrite
+	}
+	return LockUnlock
+}
+
+// wireLength is l's length as the wire says it: 0 runs to the end.
+func wireLength(l vfs.Lock) uint64 {
+	if l.End == vfs.LockEOF {
+		return 0
+	}
+	return l.End - l.Start + 1
 }
 
 // lock carries out r on the fid's open handle (EBADF when it has none).
