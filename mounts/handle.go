@@ -78,6 +78,20 @@ func (h *fileHandle) Allocate(ctx context.Context, off, size int64, mode uint32)
 	return vfs.Error("fallocate", h.n.path, syscall.EOPNOTSUPP)
 }
 
+// Lock passes a lock to the backend's handle, whose locks may be the host
+// kernel's; a handle without them gets the daemon's memory locks, by the
+// file's inode number as the namespace shows it.
+func (h *fileHandle) Lock(ctx context.Context, r vfs.LockRequest) (vfs.Lock, error) {
+	if l, ok := h.inner.(vfs.Locker); ok {
+		return l.Lock(ctx, r)
+	}
+	a, err := h.Attr(ctx)
+	if err != nil {
+		return vfs.Lock{}, err
+	}
+	return vfs.LockHandle(ctx, h.inner, a.Ino, r)
+}
+
 // flushingHandle is a fileHandle whose backend finishes something at each
 // close (vfs.Flusher). Only such handles have Flush, so that the edges
 // spare every other close a round trip.

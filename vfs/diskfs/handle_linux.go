@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"io"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -22,6 +23,9 @@ type fileHandle struct {
 	// under a borrower. shut says it was.
 	use  sync.RWMutex
 	shut bool
+	// locked and flocked say a record lock or a flock was taken through
+	// the handle, which its close must then let go (lock_linux.go).
+	locked, flocked atomic.Bool
 }
 
 // HostFd offers the descriptor for passthrough. The kernel uses it only to
@@ -68,6 +72,7 @@ func (h *fileHandle) WriteAt(ctx context.Context, p []byte, off int64) (int, err
 }
 
 func (h *fileHandle) Close() error {
+	h.dropLocks()
 	h.use.Lock()
 	h.shut = true
 	err := unix.Close(h.fd)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sync/atomic"
 	"syscall"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
@@ -21,6 +22,8 @@ type fileHandle struct {
 	volatile bool
 	opener   int // for a vfs.Flusher: the process that opened it
 	user     openUser
+	locked   atomic.Bool // a lock was set through it (locks.go)
+	file     uint64      // the inode it locked, once locked
 }
 
 // openUser is the user an open is counted for (userOpens), if any.
@@ -65,8 +68,12 @@ func (s *server) wrapHandle(ctx context.Context, h vfs.Handle, volatile bool, us
 // it. The kernel sends FLUSH at every close(2), also when a child that
 // inherited the descriptor exits (`(printf 'exec rm -rf /tmp/b'; sleep 1;
 // printf 'uild\n') > ctl` closes it in sleep first): such a close must not
-// finish the opener's half-written line.
-func (f *fileHandle) flush(ctx context.Context) syscall.Errno {
+// finish the opener's half-written line. Any close drops the closer's
+// record locks on the file (file is its inode number).
+func (f *fileHandle) flush(ctx context.Context, file uint64) syscall.Errno {
+	if errno := f.dropOwnerLocks(ctx, file); errno != 0 {
+		return errno
+	}
 	fl, ok := f.h.(vfs.Flusher)
 	if !ok || (f.opener != 0 && callerProcess(ctx) != f.opener) {
 		return 0
@@ -199,6 +206,7 @@ func (f *fileHandle) Lseek(ctx context.Context, off uint64, whence uint32) (uint
 }
 
 func (f *fileHandle) Release(context.Context) syscall.Errno {
+	f.releaseLocks()
 	f.srv.release(f.user)
 	return f.srv.errnoOf("close", f.h.Close())
 }

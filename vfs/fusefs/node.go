@@ -240,6 +240,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 		return nil, 0, n.srv.toErrno("open", err)
 	}
 	fh, fuseFlags, errno := n.srv.wrapHandle(ctx, h, n.volatile, user)
+	fuseFlags = n.srv.lockers.flushFor(n.StableAttr().Ino, flags, n.volatile, fuseFlags)
 	if errno == 0 && (flags&syscall.O_TRUNC != 0 || flags&syscall.O_ACCMODE != syscall.O_RDONLY) {
 		if errno = fh.(*fileHandle).clearSetID(ctx); errno != 0 {
 			fh.(*fileHandle).Release(ctx) // the kernel gets no handle to release
@@ -286,7 +287,11 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		n.srv.release(user)
 		return nil, nil, 0, n.srv.toErrno("create", err)
 	}
-	return n.openChild(ctx, user, name, child, h, out)
+	inode, fh, fuseFlags, errno := n.openChild(ctx, user, name, child, h, out)
+	if errno == 0 {
+		fuseFlags = n.srv.lockers.flushFor(inode.StableAttr().Ino, flags, inode.Operations().(*node).volatile, fuseFlags)
+	}
+	return inode, fh, fuseFlags, errno
 }
 
 // openChild hands a file just made and opened (create, tmpfile) to the
@@ -458,16 +463,18 @@ func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
 	return 0
 }
 
-// Flush reaches only handles that finish something at close(2)
-// (vfs.Flusher): every other open tells the kernel not to send it
-// (FOPEN_NOFLUSH, wrapHandle). It never answers ENOSYS, which the kernel
-// would remember for the whole mount.
+// Flush reaches handles that finish something at close(2) (vfs.Flusher)
+// and those of files locked through the mount, whose close drops the
+// closer's locks: every other open tells the kernel not to send it
+// (FOPEN_NOFLUSH, wrapHandle, lockCounts).
+// It never answers ENOSYS, which the kernel would remember for the whole
+// mount.
 func (n *node) Flush(ctx context.Context, fh gofs.FileHandle) syscall.Errno {
 	f, ok := fh.(*fileHandle)
 	if !ok {
 		return 0
 	}
-	return f.flush(ctx)
+	return f.flush(ctx, n.StableAttr().Ino)
 }
 
 func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {

@@ -56,6 +56,10 @@ type server struct {
 	log   *slog.Logger
 	opens *userOpens
 	watch watchState
+	// flushOwners carries each FLUSH's lock owner to Flush, and
+	// lockers counts the handles that hold locks, by inode (locks.go).
+	flushOwners flushOwners
+	lockers     lockCounts
 }
 
 // Mount is a live FUSE mount of a vfs tree.
@@ -126,6 +130,9 @@ func New(dir string, root vfs.Node, opts Options) (*Mount, error) {
 					"stack", string(debug.Stack()))
 				return fuse.EIO
 			},
+			// Locks reach the tree, so they are the backing file's
+			// (locks.go) rather than the kernel's for this mount alone.
+			EnableLocks: true,
 		},
 		// Cache times are set per reply (zero for volatile nodes), and
 		// so are misses': one that should not be cached goes back with
@@ -135,7 +142,7 @@ func New(dir string, root vfs.Node, opts Options) (*Mount, error) {
 		RootStableAttr:  &gofs.StableAttr{Ino: a.Ino, Gen: a.Gen, Mode: a.Type()},
 		Logger:          goLog,
 	}
-	fsrv, err := fuse.NewServer(umaskFS{gofs.NewNodeFS(rootNode, mo)}, dir, &mo.MountOptions)
+	fsrv, err := fuse.NewServer(umaskFS{flushOwnerFS{gofs.NewNodeFS(rootNode, mo), &srv.flushOwners}}, dir, &mo.MountOptions)
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
 	}

@@ -30,6 +30,7 @@ type fid struct {
 	flags  int
 	xattr  *xattrState // non-nil for Txattrwalk/Txattrcreate fids
 	dir    dirCursor   // listing state of an open directory
+	locked bool        // a lock was set through the handle (locks.go)
 
 	refs int // guarded by conn.mu
 }
@@ -129,10 +130,11 @@ func (c *conn) clunkFid(n uint32) (*fid, error) {
 // connection no longer refers to it.
 func (c *conn) release(f *fid) {
 	f.mu.Lock()
-	h := f.handle
+	h, locked := f.handle, f.locked
 	f.handle = nil
 	f.mu.Unlock()
 	if h != nil {
+		f.unlockHandle(h, locked)
 		h.Close()
 		c.dropOpen()
 	}

@@ -55,12 +55,11 @@ type ServerOptions struct {
 
 // Server exports a vfs tree over 9P2000.L.
 type Server struct {
-	root  vfs.Node
-	opts  ServerOptions
-	log   *slog.Logger
-	warn  *vfs.RateLog // what clients can make happen again and again
-	locks *lockTable
-	mem   memory
+	root vfs.Node
+	opts ServerOptions
+	log  *slog.Logger
+	warn *vfs.RateLog // what clients can make happen again and again
+	mem  memory
 
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
@@ -114,7 +113,7 @@ func NewServer(root vfs.Node, opts ServerOptions) *Server {
 		log = slog.Default()
 	}
 	return &Server{
-		root: root, opts: opts, log: log, warn: vfs.NewRateLog(log, 10*time.Second), locks: newLockTable(),
+		root: root, opts: opts, log: log, warn: vfs.NewRateLog(log, 10*time.Second),
 		mem:       newMemory(opts.Memory),
 		listeners: map[net.Listener]struct{}{},
 		conns:     map[*conn]struct{}{},
@@ -461,7 +460,6 @@ func (c *conn) putFrame(bp *[]byte) {
 func (c *conn) version(tag uint16, tv *Tversion) {
 	c.cancelAll()
 	c.dropFids()
-	c.srv.locks.releaseConn(c)
 	rv := &Rversion{Tversion{Msize: min(tv.Msize, c.srv.opts.MaxMsize), Version: Version}}
 	// A client may offer a refinement of 9P2000.L ("9P2000.L.Google.7",
 	// as hugelgupf/p9's client does first); the server answers with the
@@ -603,7 +601,6 @@ func (c *conn) finish() {
 	c.shutdown()
 	c.cancelAll()
 	c.dropFids()
-	c.srv.locks.releaseConn(c)
 }
 
 func errorReply(err error) *Rlerror {
