@@ -24,13 +24,7 @@ func BenchmarkWalkGetattr(b *testing.B) {
 	root := benchRoot(b)
 	ctx := context.Background()
 	const files = 100
-	for i := range files {
-		_, h, err := root.Create(ctx, fmt.Sprintf("f%d", i), os.O_RDWR|os.O_CREATE, 0o644)
-		if err != nil {
-			b.Fatal(err)
-		}
-		h.Close()
-	}
+	createFiles(b, root, files, "f%d")
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		n, err := root.Lookup(ctx, fmt.Sprintf("f%d", i%files))
@@ -41,6 +35,17 @@ func BenchmarkWalkGetattr(b *testing.B) {
 			b.Fatal(err)
 		}
 		n.(vfs.Forgetter).Forget()
+	}
+}
+
+// createFiles makes n empty files in dir, named by format and a number.
+func createFiles(b *testing.B, dir vfs.Node, n int, format string) {
+	for i := range n {
+		_, h, err := dir.Create(context.Background(), fmt.Sprintf(format, i), os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			b.Fatal(err)
+		}
+		h.Close()
 	}
 }
 
@@ -79,3 +84,21 @@ func BenchmarkRead1M(b *testing.B) { benchIO(b, false) }
 
 // BenchmarkWrite1M writes 1 MiB blocks.
 func BenchmarkWrite1M(b *testing.B) { benchIO(b, true) }
+
+// BenchmarkReadDir lists a directory of 1000 files whole, as `ls` does.
+func BenchmarkReadDir(b *testing.B) {
+	root := benchRoot(b)
+	ctx := context.Background()
+	dir, err := root.Mkdir(ctx, "d", 0o755)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const files = 1000
+	createFiles(b, dir, files, "file-%04d")
+	for b.Loop() {
+		ents, err := vfs.ReadDirAll(ctx, dir)
+		if err != nil || len(ents) != files {
+			b.Fatalf("listing: %d entries, %v", len(ents), err)
+		}
+	}
+}
