@@ -262,6 +262,33 @@ func TestTagsWaitNotSpin(t *testing.T) {
 		cancels = append(cancels, cancel)
 		reads = append(reads, startBlockedRead(t, ctx, root, b))
 	}
+	// One read ends: its tag is free once its flush is answered.
+	getattrWaitsFor(t, root, "a tag", cancels[0])
+	if err := <-reads[0]; vfs.Errno(err) != syscall.EINTR {
+		t.Errorf("cancelled read: %v, want EINTR", err)
+	}
+}
+
+// With the connection's reply memory all reserved (here by one read of a
+// whole message, waiting on the server), a caller waits for memory, and
+// goes on when the read ends and gives its room back.
+func TestMemoryWaitsForReplies(t *testing.T) {
+	tree, b := blockTree(t)
+	_, addr := serve(t, tree)
+	c, root := dialWith(t, addr, "", ClientOptions{Limits: ClientLimits{Memory: 1}}) // raised to one message
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	read := startBlockedReadOf(t, ctx, root, b, c.iounit())
+	getattrWaitsFor(t, root, "reply memory", cancel)
+	if err := <-read; vfs.Errno(err) != syscall.EINTR {
+		t.Errorf("cancelled read: %v, want EINTR", err)
+	}
+}
+
+// getattrWaitsFor checks that a getattr on root waits for what, using
+// little CPU while it waits, and goes on once release has been called.
+func getattrWaitsFor(t *testing.T, root vfs.Node, what string, release func()) {
+	t.Helper()
 	res := make(chan error, 1)
 	cpu := cpuTime()
 	go func() {
@@ -271,18 +298,15 @@ func TestTagsWaitNotSpin(t *testing.T) {
 	const wait = 300 * time.Millisecond
 	select {
 	case err := <-res:
-		t.Fatalf("getattr with every tag in use: returned %v, want it to wait", err)
+		t.Fatalf("getattr with no %s free: returned %v, want it to wait", what, err)
 	case <-time.After(wait):
 	}
 	if used := cpuTime() - cpu; used > wait/3 {
-		t.Errorf("waiting for a tag used %v of CPU in %v", used, wait)
+		t.Errorf("waiting for %s used %v of CPU in %v", what, used, wait)
 	}
-	cancels[0]() // one read ends: its tag is free once its flush is answered
-	if err := within(t, "getattr once a tag is free", func() error { return <-res }); err != nil {
+	release()
+	if err := within(t, "getattr once "+what+" is free", func() error { return <-res }); err != nil {
 		t.Errorf("getattr: %v", err)
-	}
-	if err := <-reads[0]; vfs.Errno(err) != syscall.EINTR {
-		t.Errorf("cancelled read: %v, want EINTR", err)
 	}
 }
 
