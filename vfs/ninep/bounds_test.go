@@ -298,14 +298,14 @@ func getattrWaitsFor(t *testing.T, root vfs.Node, what string, release func()) {
 	const wait = 300 * time.Millisecond
 	select {
 	case err := <-res:
-		t.Fatalf("getattr with no %s free: returned %v, want it to wait", what, err)
+		t.Fatalf("getattr waiting for %s: returned %v, want it to wait", what, err)
 	case <-time.After(wait):
 	}
 	if used := cpuTime() - cpu; used > wait/3 {
 		t.Errorf("waiting for %s used %v of CPU in %v", what, used, wait)
 	}
 	release()
-	if err := within(t, "getattr once "+what+" is free", func() error { return <-res }); err != nil {
+	if err := within(t, "getattr once "+what+" is given back", func() error { return <-res }); err != nil {
 		t.Errorf("getattr: %v", err)
 	}
 }
