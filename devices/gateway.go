@@ -236,8 +236,9 @@ const linkIdle = time.Second
 // linkFlushWait is how long a device may take to answer a flush before
 // it is cut off: well under a client's own wait on the gateway
 // (ninep.DefaultFlushWait), so a bad device never costs the gateway's
-// clients their links.
-const linkFlushWait = 5 * time.Second
+// clients their links. linkCallWait bounds any call but a read, a write
+// or an fsync: a device that looks alive but sits on a stat fails it.
+const linkFlushWait, linkCallWait = 5 * time.Second, 15 * time.Second
 
 // Serve accepts links on l until it is closed.
 func (g *Gateway) Serve(l net.Listener) error {
@@ -373,7 +374,7 @@ func (g *Gateway) useLink(tc *tls.Conn, h hello, fp, peer string) {
 	// Probed after a second of silence even when idle: a device that
 	// vanishes without a FIN shows offline in under two seconds.
 	client, err := ninep.NewClient(ctx, tc, ninep.ClientOptions{
-		Idle: linkIdle, Limits: ninep.ClientLimits{FlushWait: linkFlushWait},
+		Idle: linkIdle, Limits: ninep.ClientLimits{FlushWait: linkFlushWait, CallWait: linkCallWait},
 		OverBound: func(e *ninep.LimitError) {
 			g.log.Warn("device listing cut short: it went past the bound of one listing (logged once a link)", "device", h.Device, "bound", e.What)
 		},

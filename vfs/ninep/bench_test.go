@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/gsvfs/gsvfs/vfs"
 )
@@ -13,15 +14,25 @@ import (
 // socket on a diskfs tree: the cost of the protocol layer itself.
 // bench/ninepbench.sh compares the server with diod using a neutral client.
 
-func benchRoot(b *testing.B) vfs.Node {
+func benchRoot(b *testing.B) vfs.Node { return benchRootWith(b, ClientOptions{}) }
+
+func benchRootWith(b *testing.B, opts ClientOptions) vfs.Node {
 	_, addr := serve(b, newDisk(b))
-	_, root := dial(b, addr, "")
+	_, root := dialWith(b, addr, "", opts)
 	return root
 }
 
 // BenchmarkWalkGetattr is a stat: walk one name, getattr, clunk.
-func BenchmarkWalkGetattr(b *testing.B) {
-	root := benchRoot(b)
+func BenchmarkWalkGetattr(b *testing.B) { benchWalkGetattr(b, ClientOptions{}) }
+
+// BenchmarkWalkGetattrCallWait is the stat with each call bounded, as on
+// a gateway's links to devices.
+func BenchmarkWalkGetattrCallWait(b *testing.B) {
+	benchWalkGetattr(b, ClientOptions{Limits: ClientLimits{CallWait: 15 * time.Second}})
+}
+
+func benchWalkGetattr(b *testing.B, opts ClientOptions) {
+	root := benchRootWith(b, opts)
 	ctx := context.Background()
 	const files = 100
 	createFiles(b, root, files, "f%d")

@@ -68,6 +68,11 @@ type ClientLimits struct {
 	Clunks      int   // forgotten fids queued (DefaultMaxClunks)
 	// FlushWait bounds the wait for a flush's answer (DefaultFlushWait).
 	FlushWait time.Duration
+	// CallWait, if set, bounds the wait for the reply to any call but a
+	// read, a write or an fsync (which may rightly wait on the peer: a
+	// stream, a pipe, a slow disk): past it the call is flushed and
+	// fails with ETIMEDOUT. 0 leaves it to the caller's context.
+	CallWait time.Duration
 }
 
 // withDefaults fills in the defaults. Tags leave room for each call's
@@ -106,6 +111,15 @@ func replySize(m Message) int64 {
 		return int64(m.Count) + clientIOHeader
 	}
 	return smallReply
+}
+
+// callWait is how long m may wait for its reply, 0 for no bound.
+func (c *Client) callWait(m Message) time.Duration {
+	switch m.(type) {
+	case *Tread, *Twrite, *Tfsync, *Tversion:
+		return 0
+	}
+	return c.limits.CallWait
 }
 
 // takeTag waits for a free tag: a bounded pool, so a server that holds

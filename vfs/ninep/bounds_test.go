@@ -200,6 +200,27 @@ func TestSilentServerCutOff(t *testing.T) {
 	cutOff(t, c)
 }
 
+// A server that looks alive (it answers probes and flushes) but sits on
+// a getattr: with CallWait set, the getattr fails with ETIMEDOUT though
+// its caller set no deadline, and the connection stays up.
+func TestCallWaitBoundsHeldCall(t *testing.T) {
+	addr := (&rogue{hold: func(m Message) bool { _, getattr := m.(*Tgetattr); return getattr }}).serve(t)
+	c, root := dialWith(t, addr, "", ClientOptions{Limits: ClientLimits{CallWait: 200 * time.Millisecond}})
+	err := within(t, "getattr held by the server", func() error {
+		_, err := root.Attr(context.Background())
+		return err
+	})
+	if got := vfs.Errno(err); got != syscall.ETIMEDOUT {
+		t.Errorf("getattr: got %v (%v), want ETIMEDOUT", got, err)
+	}
+	if _, err := root.Lookup(context.Background(), "x"); err != nil {
+		t.Errorf("a walk after the timed-out getattr: %v", err)
+	}
+	if c.Err() != nil {
+		t.Errorf("the connection ended: %v", c.Err())
+	}
+}
+
 // Forgetting nodes never waits on the server: a kernel's forgets return
 // at once though the server holds every clunk, the clunks wait in a
 // bounded queue served by a fixed number of goroutines, and the server

@@ -399,8 +399,24 @@ func (c *Client) settleUnsent(w *waiter) {
 }
 
 // rpc sends m and waits for its reply. Pass NoTag only for Tversion; any
-// other tag value asks for a fresh one. Rlerror becomes its errno.
+// other tag value asks for a fresh one. Rlerror becomes its errno. A
+// call past its CallWait fails with ETIMEDOUT.
 func (c *Client) rpc(ctx context.Context, tag uint16, m Message) (reply, error) {
+	d := c.callWait(m)
+	if d <= 0 {
+		return c.rpcWith(ctx, tag, m)
+	}
+	bounded, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	r, err := c.rpcWith(bounded, tag, m)
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		err = syscall.ETIMEDOUT // the bound's, not the caller's
+	}
+	return r, err
+}
+
+// rpcWith is rpc under ctx alone.
+func (c *Client) rpcWith(ctx context.Context, tag uint16, m Message) (reply, error) {
 	w, err := c.register(ctx, tag, m)
 	if err != nil {
 		return reply{}, err
