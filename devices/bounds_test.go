@@ -3,11 +3,13 @@ package devices
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"runtime"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gsvfs/gsvfs/vfs"
 	"github.com/gsvfs/gsvfs/vfs/ninep"
@@ -114,4 +116,83 @@ func streamList(root vfs.Node, name string) (int, uint64, error) {
 		runtime.ReadMemStats(&m)
 		peak = max(peak, m.HeapAlloc)
 	}
+}
+
+// stuckFile is a file whose reads ignore their context until released:
+// a device whose disk hangs, or one that will not let go of a call.
+type stuckFile struct {
+	vfs.ReadOnly
+	ino     uint64
+	release chan struct{}
+}
+
+func (f *stuckFile) Attr(context.Context) (vfs.Attr, error) {
+	return vfs.Attr{Ino: f.ino, Mode: syscall.S_IFREG | 0o444, Nlink: 1}, nil
+}
+
+func (f *stuckFile) Lookup(context.Context, string) (vfs.Node, error) {
+	return nil, vfs.Error("lookup", "", syscall.ENOTDIR)
+}
+
+func (f *stuckFile) Open(context.Context, int) (vfs.Handle, error) { return stuckHandle{f}, nil }
+
+type stuckHandle struct{ f *stuckFile }
+
+func (h stuckHandle) ReadAt(context.Context, []byte, int64) (int, error) {
+	<-h.f.release
+	return 0, io.EOF
+}
+
+func (stuckHandle) WriteAt(context.Context, []byte, int64) (int, error) {
+	return 0, vfs.Error("write", "", syscall.EBADF)
+}
+
+func (stuckHandle) Close() error { return nil }
+
+// A device that will not let go of a call (its flush is never answered)
+// is cut off after the link's flush wait: the caller gets EIO instead of
+// waiting for ever, the gateway logs the cut with the device's id, the
+// other device keeps answering, and the device joins again.
+func TestStuckDeviceCutOffAndRejoins(t *testing.T) {
+	gw := startGateway(t)
+	startDevice(t, gw.token(t, "good"), "good")
+	stuck := &stuckFile{ino: vfs.NewIno(), release: make(chan struct{})}
+	defer close(stuck.release) // before the device's server is closed
+	tree := vfs.NewStaticDir(map[string]vfs.Node{"stuck": stuck, "hello": vfs.NewTextFile([]byte("hi\n"))})
+	startDeviceServing(t, gw.token(t, "bad"), "bad", tree)
+	eventually(t, "both online", func() bool {
+		return gw.describeOf(t, "good").Online && gw.describeOf(t, "bad").Online
+	})
+	good, bad := gw.mount("good"), gw.mount("bad")
+	n, err := bad.Lookup(context.Background(), "stuck")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := n.Open(context.Background(), os.O_RDONLY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	res := make(chan error, 1)
+	go func() { _, err := h.ReadAt(ctx, make([]byte, 10), 0); res <- err }()
+	select {
+	case err := <-res:
+		if got := vfs.Errno(err); got != syscall.EIO {
+			t.Errorf("a read the device never lets go of: %v (%v), want EIO", got, err)
+		}
+	case <-time.After(4 * linkFlushWait):
+		t.Fatalf("a read the device never lets go of still waits after %v", 4*linkFlushWait)
+	}
+	if got, err := readAll(t, good, "hello"); err != nil || got != "hi from good\n" {
+		t.Errorf("the other device: %q, %v", got, err)
+	}
+	if log := gw.log.String(); !strings.Contains(log, "device cut off") || !strings.Contains(log, "device=bad") {
+		t.Errorf("the cut should be logged with the device's id; log:\n%s", log)
+	}
+	eventually(t, "the cut device joins again", func() bool {
+		got, err := readAll(t, bad, "hello")
+		return err == nil && got == "hi\n"
+	})
 }
