@@ -172,13 +172,18 @@ func (c *Client) clunkLater(fid uint32) {
 	}
 }
 
-// clunker runs queued clunks until the connection ends; clunkers of
-// them run at once.
+// clunker runs queued clunks until the connection ends, clunkers of
+// them at once; an idle connection costs one goroutine for them.
 func (c *Client) clunker() {
+	running := make(chan struct{}, clunkers)
 	for {
 		select {
 		case fid := <-c.clunks:
-			c.clunk(fid)
+			running <- struct{}{} // a clunk ends within its own timeout
+			go func() {
+				defer func() { <-running }()
+				c.clunk(fid)
+			}()
 		case <-c.dead:
 			return
 		}

@@ -148,9 +148,7 @@ func NewClient(ctx context.Context, nc net.Conn, opts ClientOptions) (*Client, e
 	}
 	go c.readLoop(opts.Msize)
 	go c.watch()
-	for range clunkers {
-		go c.clunker()
-	}
+	go c.clunker()
 	r, err := c.rpc(ctx, NoTag, &Tversion{Msize: opts.Msize, Version: Version})
 	if err != nil {
 		c.Close()
