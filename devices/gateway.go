@@ -253,6 +253,13 @@ func (g *Gateway) exportServer() func(net.Conn) {
 // asks whether the device is still there.
 const linkIdle = time.Second
 
+// linkFlushWait is how long a device may take to answer a flush before
+// it is cut off: well under a client's own wait on the gateway
+// (ninep.DefaultFlushWait), so a bad device never costs the gateway's
+// clients their links. linkCallWait bounds any call but a read, a write
+// or an fsync: a device that looks alive but sits on a stat fails it.
+const linkFlushWait, linkCallWait = 5 * time.Second, 15 * time.Second
+
 // Serve accepts links on l until it is closed.
 func (g *Gateway) Serve(l net.Listener) error {
 	for {
@@ -386,7 +393,12 @@ func (g *Gateway) useLink(tc *tls.Conn, h hello, fp, peer string) {
 	defer cancel()
 	// Probed after a second of silence even when idle: a device that
 	// vanishes without a FIN shows offline in under two seconds.
-	client, err := ninep.NewClient(ctx, tc, ninep.ClientOptions{Idle: linkIdle})
+	client, err := ninep.NewClient(ctx, tc, ninep.ClientOptions{
+		Idle: linkIdle, Limits: ninep.ClientLimits{FlushWait: linkFlushWait, CallWait: linkCallWait},
+		OverBound: func(e *ninep.LimitError) {
+			g.log.Warn("device listing cut short: it went past the bound of one listing (logged once a link)", "device", h.Device, "bound", e.What)
+		},
+	})
 	if err != nil {
 		g.log.Warn("device link lost before 9P began", "device", h.Device, "err", err)
 		tc.Close()
@@ -400,6 +412,12 @@ func (g *Gateway) useLink(tc *tls.Conn, h hello, fp, peer string) {
 	}
 	g.online(h, peer, &remote{client: client, root: root, key: fp})
 	<-client.Done()
+	var bound *ninep.LimitError
+	if errors.As(client.Err(), &bound) {
+		// The link ended because the device went past what the gateway
+		// holds for one link; it may join again.
+		g.log.Warn("device cut off: it went past a bound of its link", "device", h.Device, "bound", bound.What)
+	}
 	g.offline(h.Device, client)
 }
 

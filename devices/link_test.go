@@ -140,11 +140,18 @@ func startDevice(t *testing.T, tok Token, id string) (cancel func(), log *logBuf
 // once it returns.
 func startDeviceEnded(t *testing.T, tok Token, id string) (cancel func(), log *logBuffer, ended <-chan error) {
 	t.Helper()
+	tree := vfs.NewStaticDir(map[string]vfs.Node{"hello": vfs.NewTextFile([]byte("hi from " + id + "\n"))})
+	return startDeviceServing(t, tok, id, tree)
+}
+
+// startDeviceServing joins a device serving tree; ended yields what Join
+// returned, once it returns.
+func startDeviceServing(t *testing.T, tok Token, id string, tree vfs.Node) (cancel func(), log *logBuffer, ended <-chan error) {
+	t.Helper()
 	ident, err := LoadIdentity(filepath.Join(t.TempDir(), "private"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	tree := vfs.NewStaticDir(map[string]vfs.Node{"hello": vfs.NewTextFile([]byte("hi from " + id + "\n"))})
 	srv := ninep.NewServer(tree, ninep.ServerOptions{})
 	ctx, stop := context.WithCancel(context.Background())
 	log = &logBuffer{}

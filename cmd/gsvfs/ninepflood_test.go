@@ -70,19 +70,22 @@ func floodConn(t *testing.T, sock, name string) net.Conn {
 }
 
 // peakMemory is the daemon's peak resident memory so far (VmHWM), bytes.
-func peakMemory(t *testing.T, pid int) int64 {
+func peakMemory(t *testing.T, pid int) int64 { return statusField(t, pid, "VmHWM") << 10 }
+
+// statusField is a number of /proc/PID/status (sizes in kB).
+func statusField(t *testing.T, pid int, key string) int64 {
 	t.Helper()
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10
+		if v, ok := strings.CutPrefix(line, key+":"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return n
 		}
 	}
-	t.Fatal("no VmHWM in /proc/PID/status")
+	t.Fatalf("no %s in /proc/PID/status", key)
 	return 0
 }
 

@@ -17,19 +17,23 @@ type handle struct {
 }
 
 // dirHandle is an open remote directory.
-type dirHandle struct{ *handle }
+type dirHandle struct {
+	*handle
+	mu   sync.Mutex
+	list listing
+}
 
 var (
 	_ vfs.Handle       = (*handle)(nil)
 	_ vfs.Syncer       = (*handle)(nil)
 	_ vfs.HandleAttrer = (*handle)(nil)
-	_ vfs.DirReader    = dirHandle{}
+	_ vfs.DirReader    = (*dirHandle)(nil)
 )
 
 func (c *Client) newHandle(fid uint32, q QID) vfs.Handle {
 	h := &handle{c: c, fid: fid}
 	if q.Type&QTDir != 0 {
-		return dirHandle{h}
+		return &dirHandle{handle: h}
 	}
 	return h
 }
@@ -98,9 +102,15 @@ func (c *Client) writeAt(ctx context.Context, fid uint32, p []byte, off int64) (
 }
 
 // ReadDir lists from off; the server's "." and ".." are left out, as
-// vfs listings have them added by the edge.
-func (d dirHandle) ReadDir(ctx context.Context, off uint64) ([]vfs.DirEntry, error) {
+// vfs listings have them added by the edge. A listing longer than the
+// client's bounds fails with EFBIG.
+func (d *dirHandle) ReadDir(ctx context.Context, off uint64) ([]vfs.DirEntry, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	for {
+		if err := d.list.start(d.c, off); err != nil {
+			return nil, err
+		}
 		r, rr, err := call[*Rreaddir](ctx, d.c, &Treaddir{Fid: d.fid, Offset: off, Count: uint32(d.c.iounit())})
 		if err != nil {
 			return nil, asErr("readdir", err)
@@ -112,6 +122,9 @@ func (d dirHandle) ReadDir(ctx context.Context, off uint64) ([]vfs.DirEntry, err
 		}
 		if len(ents) == 0 {
 			return nil, nil
+		}
+		if err := d.list.add(d.c, ents); err != nil {
+			return nil, err
 		}
 		out := make([]vfs.DirEntry, 0, len(ents))
 		for _, e := range ents {

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sync/semaphore"
+
 	"github.com/gsvfs/gsvfs/vfs"
 )
 
@@ -35,6 +37,12 @@ type ClientOptions struct {
 	// nothing outstanding (a link to a remote device); 0 probes only
 	// while calls wait.
 	Idle time.Duration
+	// Limits bound what the server can make the client hold.
+	Limits ClientLimits
+	// OverBound, if set, is told the first time a listing of this
+	// connection goes past its bound (the listing fails with EFBIG;
+	// the connection is kept), so the owner can log it once.
+	OverBound func(*LimitError)
 }
 
 // ErrServerGone is the cause of every failed call once the connection has
@@ -50,11 +58,20 @@ type Client struct {
 	liveness time.Duration
 	idle     time.Duration
 
+	limits ClientLimits
+	tags   chan uint16         // free tags; a call's flush goes as tag+limits.Tags
+	mem    *semaphore.Weighted // reply memory (limits.Memory bytes)
+	clunks chan uint32         // fids to clunk in the background
+	// overBound hears of the first listing past its bound.
+	overBound  func(*LimitError)
+	listWarned sync.Once
+	life       context.Context // ends with the connection
+	endLife    context.CancelFunc
+
 	wmu sync.Mutex // serialises frames on the wire
 
 	mu       sync.Mutex
-	pending  map[uint16]chan reply
-	nextTag  uint16
+	pending  map[uint16]*waiter // by tag: a call's, and its flush's
 	fids     fidAllocator
 	lastRecv time.Time
 	probeAt  time.Time // when the outstanding probe went out; zero if none
@@ -64,16 +81,33 @@ type Client struct {
 	dead     chan struct{}
 }
 
-// reply is a decoded R-message and the pooled frame it aliases.
+// reply is a decoded R-message, the pooled frame it aliases, and the
+// reply memory its call reserved.
 type reply struct {
-	m  Message
-	bp *[]byte
+	m   Message
+	bp  *[]byte
+	c   *Client
+	mem int64
 }
 
+// release gives back the frame and the memory; once per reply.
 func (r reply) release() {
 	if r.bp != nil {
 		putBuf(r.bp)
 	}
+	if r.mem > 0 {
+		r.c.mem.Release(r.mem)
+	}
+}
+
+// waiter is one call waiting for its reply, under its tag and, once it
+// is flushed, under its flush's tag too.
+type waiter struct {
+	tag uint16
+	ch  chan reply // the reply
+	fch chan reply // the Rflush, once flushed
+	mem int64      // reply memory reserved
+	out int        // frames still awaited; the tag is free again at 0
 }
 
 // Dial connects to a (unix:PATH or tcp:HOST:PORT), negotiates the
@@ -100,13 +134,21 @@ func NewClient(ctx context.Context, nc net.Conn, opts ClientOptions) (*Client, e
 	if opts.Liveness == 0 {
 		opts.Liveness = DefaultLiveness
 	}
+	l := opts.Limits.withDefaults(opts.Msize)
 	c := &Client{
 		nc: nc, msize: opts.Msize, liveness: opts.Liveness, idle: opts.Idle,
-		pending: map[uint16]chan reply{}, lastRecv: time.Now(),
+		limits: l, tags: make(chan uint16, l.Tags), mem: semaphore.NewWeighted(l.Memory),
+		clunks: make(chan uint32, l.Clunks), overBound: opts.OverBound,
+		pending: map[uint16]*waiter{}, lastRecv: time.Now(),
 		dead: make(chan struct{}),
+	}
+	c.life, c.endLife = context.WithCancel(context.Background())
+	for t := range l.Tags {
+		c.tags <- uint16(t)
 	}
 	go c.readLoop(opts.Msize)
 	go c.watch()
+	go c.clunker()
 	r, err := c.rpc(ctx, NoTag, &Tversion{Msize: opts.Msize, Version: Version})
 	if err != nil {
 		c.Close()
@@ -137,6 +179,14 @@ func (c *Client) Close() error {
 // Done is closed when the connection has ended.
 func (c *Client) Done() <-chan struct{} { return c.dead }
 
+// Err is why the connection ended (ErrServerGone, or a *LimitError for a
+// server cut off), nil while it lasts.
+func (c *Client) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
 // fail ends the connection once, waking every waiter.
 func (c *Client) fail(err error) {
 	c.mu.Lock()
@@ -147,6 +197,7 @@ func (c *Client) fail(err error) {
 	c.err = err
 	close(c.dead)
 	c.mu.Unlock()
+	c.endLife()
 	c.nc.Close()
 }
 
@@ -166,16 +217,52 @@ func (c *Client) readLoop(limit uint32) {
 			c.fail(fmt.Errorf("9p: malformed reply: %w", err))
 			return
 		}
-		c.mu.Lock()
-		c.lastRecv, c.probeAt = time.Now(), time.Time{}
-		ch := c.pending[tag]
-		delete(c.pending, tag)
-		c.mu.Unlock()
-		if ch == nil {
-			putBuf(bp) // a probe's answer, or a reply to a flushed call
-			continue
+		if !c.deliver(tag, m, bp) {
+			return
 		}
-		ch <- reply{m: m, bp: bp}
+	}
+}
+
+// deliver hands a reply to the call waiting on tag; false if it ended
+// the connection. A reply larger than its call reserved room for cuts
+// the server off: that room is what bounds the memory replies hold.
+func (c *Client) deliver(tag uint16, m Message, bp *[]byte) bool {
+	c.mu.Lock()
+	c.lastRecv, c.probeAt = time.Now(), time.Time{}
+	w := c.pending[tag]
+	flushed := w != nil && tag != w.tag
+	if w != nil {
+		c.settle(tag, w)
+		if flushed { // no reply to the call can come after its Rflush
+			c.settle(w.tag, w)
+		}
+	}
+	c.mu.Unlock()
+	switch {
+	case w == nil:
+		putBuf(bp) // a probe's answer, or a reply to a flushed call
+	case flushed:
+		putBuf(bp)
+		w.fch <- reply{}
+	case int64(len(*bp)) > w.mem:
+		c.fail(&LimitError{fmt.Sprintf("a reply of %d bytes to a call that asked for at most %d", len(*bp), w.mem)})
+		putBuf(bp)
+		return false
+	default:
+		w.ch <- reply{m: m, bp: bp, c: c, mem: w.mem}
+	}
+	return true
+}
+
+// settle stops waiting under tag; the call's tag is free again once
+// nothing more is awaited for it. Called with mu held.
+func (c *Client) settle(tag uint16, w *waiter) {
+	if c.pending[tag] != w {
+		return
+	}
+	delete(c.pending, tag)
+	if w.out--; w.out == 0 && w.tag != NoTag {
+		c.tags <- w.tag // never blocks: each tag comes back once
 	}
 }
 
@@ -274,92 +361,133 @@ func (c *Client) send(tag uint16, m Message) error {
 	return nil
 }
 
-// register reserves a tag (or uses the given one) for a call.
-func (c *Client) register(tag uint16) (uint16, chan reply, error) {
+// register makes a waiter for a call: a tag, taken from the bounded pool
+// (or NoTag, for Tversion), and reply memory for m's reply.
+func (c *Client) register(ctx context.Context, tag uint16, m Message) (*waiter, error) {
+	if tag != NoTag {
+		var err error
+		if tag, err = c.takeTag(ctx); err != nil {
+			return nil, err
+		}
+	}
+	w := &waiter{tag: tag, ch: make(chan reply, 1), mem: replySize(m), out: 1}
+	if err := c.reserve(ctx, w.mem); err != nil {
+		c.mu.Lock()
+		c.settleUnsent(w)
+		c.mu.Unlock()
+		return nil, err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.err != nil {
-		return 0, nil, c.err
-	}
-	if tag != NoTag {
-		for {
-			c.nextTag++
-			if c.nextTag >= probeTag {
-				c.nextTag = 0
-			}
-			if _, busy := c.pending[c.nextTag]; !busy {
-				break
-			}
-		}
-		tag = c.nextTag
+		return nil, c.err
 	}
 	if len(c.pending) == 0 {
 		c.lastRecv = time.Now() // the server's silence counts from now
 	}
-	ch := make(chan reply, 1)
-	c.pending[tag] = ch
-	return tag, ch, nil
+	c.pending[tag] = w
+	return w, nil
+}
+
+// settleUnsent gives back the tag of a call never sent. Called with mu
+// held.
+func (c *Client) settleUnsent(w *waiter) {
+	c.pending[w.tag] = w
+	c.settle(w.tag, w)
 }
 
 // rpc sends m and waits for its reply. Pass NoTag only for Tversion; any
-// other tag value asks for a fresh one. Rlerror becomes its errno.
+// other tag value asks for a fresh one. Rlerror becomes its errno. A
+// call past its CallWait fails with ETIMEDOUT.
 func (c *Client) rpc(ctx context.Context, tag uint16, m Message) (reply, error) {
-	tag, ch, err := c.register(tag)
+	d := c.callWait(m)
+	if d <= 0 {
+		return c.rpcWith(ctx, tag, m)
+	}
+	bounded, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	r, err := c.rpcWith(bounded, tag, m)
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		err = syscall.ETIMEDOUT // the bound's, not the caller's
+	}
+	return r, err
+}
+
+// rpcWith is rpc under ctx alone.
+func (c *Client) rpcWith(ctx context.Context, tag uint16, m Message) (reply, error) {
+	w, err := c.register(ctx, tag, m)
 	if err != nil {
 		return reply{}, err
 	}
-	if err := c.send(tag, m); err != nil {
+	if err := c.send(w.tag, m); err != nil {
 		return reply{}, err
 	}
 	select {
-	case r := <-ch:
+	case r := <-w.ch:
 		return r, replyError(r)
 	case <-c.dead:
-		return reply{}, c.err
+		return reply{}, c.Err()
 	case <-ctx.Done():
-		return c.flush(tag, ch, ctx.Err())
+		return c.flush(w, ctx.Err())
 	}
 }
 
-// flush asks the server to abandon tag and waits until it has, so the tag
-// is free again. A reply to the original request that arrives before the
-// Rflush means the request took effect (a walk made its fid, a create its
-// file): the protocol says to honour it, so it is returned as if the
-// call had never been cancelled. Otherwise the call fails with cause.
-func (c *Client) flush(tag uint16, ch chan reply, cause error) (reply, error) {
-	ftag, fch, err := c.register(0)
-	if err != nil {
-		return reply{}, err
-	}
-	if err := c.send(ftag, &Tflush{OldTag: tag}); err != nil {
-		return reply{}, err
-	}
-	select {
-	case r := <-ch:
-		// The server answered first. The Rflush that follows lands in
-		// fch, which nobody reads; ftag stays reserved until then so
-		// no new call can take that reply for its own.
-		return r, replyError(r)
-	case r := <-fch:
-		r.release()
-	case <-c.dead:
+// flush asks the server to abandon w's call and waits until it has, so
+// the tag is free again. A reply to the original request that arrives
+// before the Rflush means the request took effect (a walk made its fid, a
+// create its file): the protocol says to honour it, so it is returned as
+// if the call had never been cancelled. Otherwise the call fails with
+// cause. The flush goes under the call's own second tag, so it never
+// waits for one; a server that answers neither within flushWait holds
+// the call hostage and is cut off.
+func (c *Client) flush(w *waiter, cause error) (reply, error) {
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
 		return reply{}, c.err
 	}
+	if c.pending[w.tag] != w { // answered already: the reply is on its way
+		c.mu.Unlock()
+		return c.await(w, cause)
+	}
+	if w.tag == NoTag { // a Tversion: the connection is given up with it
+		c.mu.Unlock()
+		return reply{}, cause
+	}
+	ftag := w.tag + uint16(c.limits.Tags)
+	w.fch = make(chan reply, 1)
+	w.out++
+	c.pending[ftag] = w
+	c.mu.Unlock()
+	if err := c.send(ftag, &Tflush{OldTag: w.tag}); err != nil {
+		return reply{}, err
+	}
+	return c.await(w, cause)
+}
+
+// await waits for a flushed call's reply or its Rflush, for flushWait.
+func (c *Client) await(w *waiter, cause error) (reply, error) {
+	t := time.NewTimer(c.limits.FlushWait)
+	defer t.Stop()
+	select {
+	case r := <-w.ch:
+		// The server answered first. The Rflush that follows settles
+		// the flush's tag when it comes.
+		return r, replyError(r)
+	case <-w.fch:
+	case <-c.dead:
+		return reply{}, c.Err()
+	case <-t.C:
+		c.fail(&LimitError{fmt.Sprintf("a flushed call answered neither way within %v", c.limits.FlushWait)})
+		return reply{}, c.Err()
+	}
 	select { // a reply sent just before the Rflush is already queued
-	case r := <-ch:
+	case r := <-w.ch:
 		return r, replyError(r)
 	default:
 	}
-	c.forget(tag)
+	c.mem.Release(w.mem) // no reply can come now
 	return reply{}, cause
-}
-
-// forget stops waiting for a reply to tag, freeing it for reuse only when
-// the reply can no longer arrive (after Rflush) or is not wanted.
-func (c *Client) forget(tag uint16) {
-	c.mu.Lock()
-	delete(c.pending, tag)
-	c.mu.Unlock()
 }
 
 func replyError(r reply) error {

@@ -43,8 +43,24 @@ type freezer struct {
 }
 
 func (f *freezer) relay(t *testing.T, to Address) Address {
-	front := Address{"unix", filepath.Join(t.TempDir(), "front.sock")}
-	l, err := net.Listen("unix", front.Addr)
+	return acceptEach(t, func(c net.Conn) {
+		s, err := net.Dial(to.Network, to.Addr)
+		if err != nil {
+			c.Close()
+			return
+		}
+		t.Cleanup(func() { s.Close() })
+		go f.copy(s, c)
+		go f.copy(c, s)
+	})
+}
+
+// acceptEach listens on a fresh unix socket until the test ends and
+// hands each connection to serve, closing it when the test ends.
+func acceptEach(t *testing.T, serve func(net.Conn)) Address {
+	t.Helper()
+	addr := Address{"unix", filepath.Join(t.TempDir(), "front.sock")}
+	l, err := net.Listen("unix", addr.Addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,17 +71,11 @@ func (f *freezer) relay(t *testing.T, to Address) Address {
 			if err != nil {
 				return
 			}
-			s, err := net.Dial(to.Network, to.Addr)
-			if err != nil {
-				c.Close()
-				return
-			}
-			t.Cleanup(func() { c.Close(); s.Close() })
-			go f.copy(s, c)
-			go f.copy(c, s)
+			t.Cleanup(func() { c.Close() })
+			go serve(c)
 		}
 	}()
-	return front
+	return addr
 }
 
 func (f *freezer) copy(dst, src net.Conn) {

@@ -39,7 +39,7 @@ var (
 func (c *Client) newNode(fid uint32, q QID, uid uint32) *node {
 	n := &node{c: c, fid: fid, qid: q, uid: uid}
 	// A node nobody forgets explicitly gives its fid back when collected.
-	n.cleanup = runtime.AddCleanup(n, func(fid uint32) { go c.clunk(fid) }, fid)
+	n.cleanup = runtime.AddCleanup(n, c.clunkLater, fid)
 	return n
 }
 
@@ -48,12 +48,13 @@ func (c *Client) newNode(fid uint32, q QID, uid uint32) *node {
 // another connection can tell whether it is the same file.
 func (n *node) Identity() uint64 { return n.qid.Path }
 
-// Forget clunks the node's fid now (vfs.Forgetter): the edge will not use
-// the node again.
+// Forget gives the node's fid back (vfs.Forgetter): the edge will not use
+// the node again. The clunk is queued, so a kernel's forget never waits
+// on the server.
 func (n *node) Forget() {
 	n.once.Do(func() {
 		n.cleanup.Stop()
-		n.c.clunk(n.fid)
+		n.c.clunkLater(n.fid)
 	})
 }
 

@@ -41,9 +41,15 @@ func serveWith(t testing.TB, root vfs.Node, opts ServerOptions) (*Server, Addres
 // dial connects a client and attaches to aname as root.
 func dial(t testing.TB, addr Address, aname string) (*Client, vfs.Node) {
 	t.Helper()
+	return dialWith(t, addr, aname, ClientOptions{})
+}
+
+// dialWith is dial with the client's options.
+func dialWith(t testing.TB, addr Address, aname string, opts ClientOptions) (*Client, vfs.Node) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c, err := Dial(ctx, addr, ClientOptions{})
+	c, err := Dial(ctx, addr, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -100,6 +100,12 @@ func within(t *testing.T, what string, fn func() error) error {
 // blocked in the backend until ctx ends; it returns the read's outcome.
 func startBlockedRead(t *testing.T, ctx context.Context, root vfs.Node, b *blockingFile) <-chan error {
 	t.Helper()
+	return startBlockedReadOf(t, ctx, root, b, 10)
+}
+
+// startBlockedReadOf is startBlockedRead of size bytes.
+func startBlockedReadOf(t *testing.T, ctx context.Context, root vfs.Node, b *blockingFile, size int) <-chan error {
+	t.Helper()
 	h, err := walk(t, root, "block").Open(context.Background(), os.O_RDONLY)
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +113,7 @@ func startBlockedRead(t *testing.T, ctx context.Context, root vfs.Node, b *block
 	t.Cleanup(func() { h.Close() })
 	res := make(chan error, 1)
 	go func() {
-		_, err := h.ReadAt(ctx, make([]byte, 10), 0)
+		_, err := h.ReadAt(ctx, make([]byte, size), 0)
 		res <- err
 	}()
 	select {
