@@ -164,13 +164,22 @@ func clientTLS(id *Identity, gateway string) *tls.Config {
 	}
 }
 
-// keepAlive makes a dead peer show within about three seconds on an
-// idle link, where no 9P call is outstanding to notice it.
+// keepAlive makes a dead peer show within seconds on an idle link, where
+// no 9P call is outstanding to notice it. unackedWait does the same for
+// a link with data in flight: without it a cut link whose last reply
+// waits for an acknowledgement lives on for many minutes of
+// retransmissions on the side that serves 9P (which sends no probes of
+// its own), and a device would see its link was cut only when the
+// network came back and the gateway's reset reached it, at a
+// retransmission that by then comes tens of seconds apart.
 var keepAlive = net.KeepAliveConfig{Enable: true, Idle: time.Second, Interval: time.Second, Count: 2}
+
+const unackedWait = 5 * time.Second
 
 func tuneTCP(c net.Conn) {
 	if tc, ok := c.(*net.TCPConn); ok {
 		tc.SetKeepAliveConfig(keepAlive)
+		dropUnacked(tc, unackedWait)
 	}
 }
 
@@ -245,11 +254,12 @@ func handshake(ctx context.Context, tok Token, id *Identity, h hello) (*tls.Conn
 	var w welcome
 	hctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
 	defer cancel()
-	d := &net.Dialer{Timeout: relink.ConnectTimeout, KeepAliveConfig: keepAlive}
+	d := &net.Dialer{Timeout: relink.ConnectTimeout}
 	nc, err := d.DialContext(hctx, "tcp", tok.Addr)
 	if err != nil {
 		return nil, w, err
 	}
+	tuneTCP(nc)
 	tc := tls.Client(nc, clientTLS(id, tok.Gateway))
 	deadline, _ := hctx.Deadline()
 	tc.SetDeadline(deadline)

@@ -54,15 +54,20 @@ func (b *Backoff) Failed(err error) slog.Level {
 
 // Wait sleeps before the next dial, or until ctx ends.
 func (b *Backoff) Wait(ctx context.Context) {
-	d := unreachedDelay
-	if !b.unreached {
-		b.delay = min(max(2*b.delay, firstDelay), mostDelay)
-		d = b.delay
-	}
+	d := b.next()
 	select {
 	case <-time.After(d/2 + mrand.N(d/2+1)):
 	case <-ctx.Done():
 	}
+}
+
+// next is the most the next wait may be (it is jittered down to half).
+func (b *Backoff) next() time.Duration {
+	if b.unreached {
+		return unreachedDelay
+	}
+	b.delay = min(max(2*b.delay, firstDelay), mostDelay)
+	return b.delay
 }
 
 // Unreached reports whether err is a dial that made no connection.
