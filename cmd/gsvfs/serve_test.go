@@ -197,15 +197,7 @@ func TestMountServerRestart(t *testing.T) {
 	if err := os.WriteFile(d.Path("workspaces/f"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	held, err := os.Open(d.Path("workspaces/f"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer held.Close()
-	first := make([]byte, 300<<10)
-	if _, err := io.ReadFull(held, first); err != nil {
-		t.Fatal(err)
-	}
+	held, first := openHead(t, d.Path("workspaces/f"), 300<<10)
 	run(t, "", "mkdir", d.Path("proc/follow"))
 	stream := exec.Command("cat", d.Path("proc/follow/stream"))
 	if err := stream.Start(); err != nil {
@@ -239,15 +231,17 @@ func TestMountServerRestart(t *testing.T) {
 	again := launch(t, &daemon{Root: srv.Root}, "serve", "--root", srv.Root)
 	t.Cleanup(func() { again.stop(t) })
 	var got []byte
-	if err := waitWithin(20*time.Second, func() error {
-		for {
-			if got, err = os.ReadFile(d.Path("workspaces/f")); err == nil {
-				return nil
-			}
-			time.Sleep(100 * time.Millisecond)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		err := waitWithin(10*time.Second, func() (err error) {
+			got, err = os.ReadFile(d.Path("workspaces/f"))
+			return err
+		})
+		if err == nil {
+			break
 		}
-	}); err != nil {
-		t.Fatalf("cat of a file after the server restarted: %v\n%s", err, d.log)
+		if err == errStillWaiting || time.Now().After(deadline) {
+			t.Fatalf("cat of a file after the server restarted: %v\n%s", err, d.log)
+		}
 	}
 	if !bytes.Equal(got, data) {
 		t.Errorf("cat of a file after the restart: %d bytes, not the file's", len(got))
@@ -261,6 +255,22 @@ func TestMountServerRestart(t *testing.T) {
 	} else if !bytes.Equal(append(first, rest...), data) {
 		t.Errorf("a file held open across the restart: %d bytes, not the file's", len(first)+len(rest))
 	}
+}
+
+// openHead opens p, to be held open until the test ends, and reads its
+// first n bytes.
+func openHead(t *testing.T, p string, n int) (*os.File, []byte) {
+	t.Helper()
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	head := make([]byte, n)
+	if _, err := io.ReadFull(f, head); err != nil {
+		t.Fatal(err)
+	}
+	return f, head
 }
 
 // errStillWaiting is waitWithin's answer for a call that has not returned.
