@@ -257,6 +257,44 @@ func TestMountServerRestart(t *testing.T) {
 	}
 }
 
+// While a --server mount's server is away, another user cannot take its
+// place by listening at its socket's path: the mount attaches only to a
+// server that runs as the first one did, and until then calls fail with
+// EHOSTDOWN.
+func TestMountServerNotTakenOver(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED: needs root to run a server as another user")
+	}
+	shared := smSharedTempDir(t)
+	sockDir, nobodyRoot := filepath.Join(shared, "sock"), filepath.Join(shared, "nobody")
+	for _, dir := range []string{sockDir, nobodyRoot} {
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(sockDir, 0o777); err != nil { // anyone may listen there
+		t.Fatal(err)
+	}
+	if err := os.Chown(nobodyRoot, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	sock := "unix:" + filepath.Join(sockDir, "s.sock")
+	srv, _ := startServe(t, "--listen", sock)
+	d := mountServer(t, sock)
+	srv.stop(t)
+
+	other := launch(t, &daemon{Root: nobodyRoot, prefix: []string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"}},
+		"serve", "--root", filepath.Join(nobodyRoot, "state"), "--listen", sock)
+	t.Cleanup(func() { other.stop(t) })
+	procEventually(t, 10*time.Second, "the mount refuses the other user's server", func() (bool, string) {
+		return strings.Contains(d.log.String(), "not attaching"), d.log.String()
+	})
+	_, err := os.ReadDir(d.Mnt)
+	if vfs.Errno(err) != syscall.EHOSTDOWN {
+		t.Errorf("ls of the mount with another user's server at its path: %v, want EHOSTDOWN", err)
+	}
+}
+
 // openHead opens p, to be held open until the test ends, and reads its
 // first n bytes.
 func openHead(t *testing.T, p string, n int) (*os.File, []byte) {
