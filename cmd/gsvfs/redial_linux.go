@@ -63,30 +63,38 @@ func (r *redialer) current() *relink.Link {
 // keep waits for the connection c to end and makes a new one, until
 // close.
 func (r *redialer) keep(c *ninep.Client) {
-	var b relink.Backoff
-	for {
+	for c != nil {
 		select {
 		case <-c.Done():
 		case <-r.ctx.Done():
 			return
 		}
-		r.set(nil, nil)
-		slog.Warn("lost the 9P server; calls fail with EHOSTDOWN until it is back", "server", r.a.String(), "err", c.Err())
-		b.Reset()
-		for {
-			b.Wait(r.ctx)
-			if r.ctx.Err() != nil {
-				return
-			}
-			nc, root, err := dialTreeChecked(r.a, r.sameServer)
-			if err == nil {
-				c = nc
-				r.set(c, &relink.Link{Root: root})
-				slog.Info("the 9P server is back", "server", r.a.String())
-				break
-			}
-			slog.Log(r.ctx, b.Failed(err), "redialling the 9P server failed", "server", r.a.String(), "err", err)
+		if r.ctx.Err() != nil {
+			return // closed by close
 		}
+		r.set(nil, nil)
+		c.Close()
+		slog.Warn("lost the 9P server; calls fail with EHOSTDOWN until it is back", "server", r.a.String(), "err", c.Err())
+		c = r.redial()
+	}
+}
+
+// redial dials until the server answers (its new connection, made the
+// current one) or close (nil).
+func (r *redialer) redial() *ninep.Client {
+	var b relink.Backoff
+	for {
+		b.Wait(r.ctx)
+		if r.ctx.Err() != nil {
+			return nil
+		}
+		c, root, err := dialTreeChecked(r.a, r.sameServer)
+		if err == nil {
+			r.set(c, &relink.Link{Root: root})
+			slog.Info("the 9P server is back", "server", r.a.String())
+			return c
+		}
+		slog.Log(r.ctx, b.Failed(err), "redialling the 9P server failed", "server", r.a.String(), "err", err)
 	}
 }
 
