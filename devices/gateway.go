@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gsvfs/gsvfs/internal/relink"
 	"github.com/gsvfs/gsvfs/vfs"
 	"github.com/gsvfs/gsvfs/vfs/ninep"
 )
@@ -59,8 +60,8 @@ const maxSuperseded = 8
 
 type remote struct {
 	client *ninep.Client
-	root   vfs.Node
-	key    string // the fingerprint the device proved
+	tree   relink.Link // the device's tree on this link
+	key    string      // the fingerprint the device proved
 }
 
 // GatewayOptions configures a gateway.
@@ -188,7 +189,7 @@ type dialer struct {
 // dial keeps a link to device id, which listens where tok says, until
 // ctx ends: the gateway dials, the device serves.
 func (g *Gateway) dial(ctx context.Context, id string, tok Token) {
-	var b backoff
+	var b relink.Backoff
 	instance := rand.Text()
 	for ctx.Err() == nil {
 		h := hello{Role: roleGateway, Device: g.o.Self, Token: tok.Secret, Instance: instance}
@@ -199,16 +200,16 @@ func (g *Gateway) dial(ctx context.Context, id string, tok Token) {
 			return
 		}
 		if err != nil {
-			g.log.Warn("dialling device failed", "device", id, "addr", tok.Addr, "err", err)
-			b.wait(ctx)
+			g.log.Log(ctx, b.Failed(err), "dialling device failed", "device", id, "addr", tok.Addr, "err", err)
+			b.Wait(ctx)
 			continue
 		}
 		if w.Device != id {
 			g.log.Warn("a dialled device calls itself otherwise", "device", id, "says", w.Device)
 		}
-		b.reset()
+		b.Reset()
 		g.useLink(tc, hello{Device: id, Facts: w.Facts, Instance: "dialled"}, tok.Gateway, tok.Addr)
-		b.wait(ctx)
+		b.Wait(ctx)
 	}
 }
 
@@ -410,7 +411,7 @@ func (g *Gateway) useLink(tc *tls.Conn, h hello, fp, peer string) {
 		client.Close()
 		return
 	}
-	g.online(h, peer, &remote{client: client, root: root, key: fp})
+	g.online(h, peer, &remote{client: client, tree: relink.Link{Root: root}, key: fp})
 	<-client.Done()
 	var bound *ninep.LimitError
 	if errors.As(client.Err(), &bound) {

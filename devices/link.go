@@ -11,10 +11,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	mrand "math/rand/v2"
 	"net"
 	"sync"
 	"time"
+
+	"github.com/gsvfs/gsvfs/internal/relink"
 )
 
 // A link is one TLS 1.3 connection, both ends presenting their own
@@ -163,13 +164,22 @@ func clientTLS(id *Identity, gateway string) *tls.Config {
 	}
 }
 
-// keepAlive makes a dead peer show within about three seconds on an
-// idle link, where no 9P call is outstanding to notice it.
+// keepAlive makes a dead peer show within seconds on an idle link, where
+// no 9P call is outstanding to notice it. unackedWait does the same for
+// a link with data in flight: without it a cut link whose last reply
+// waits for an acknowledgement lives on for many minutes of
+// retransmissions on the side that serves 9P (which sends no probes of
+// its own), and a device would see its link was cut only when the
+// network came back and the gateway's reset reached it, at a
+// retransmission that by then comes tens of seconds apart.
 var keepAlive = net.KeepAliveConfig{Enable: true, Idle: time.Second, Interval: time.Second, Count: 2}
+
+const unackedWait = 5 * time.Second
 
 func tuneTCP(c net.Conn) {
 	if tc, ok := c.(*net.TCPConn); ok {
 		tc.SetKeepAliveConfig(keepAlive)
+		dropUnacked(tc, unackedWait)
 	}
 }
 
@@ -189,8 +199,10 @@ type JoinOptions struct {
 
 // Join keeps the device joined to its gateway until ctx ends (then it
 // returns nil): it dials, serves the link until it ends, and dials again
-// with exponential backoff and jitter (30 s at most) after a network
-// error or a lost link. A final refusal (isFinal) ends it with that
+// (relink.Backoff: about every second while the gateway cannot be
+// reached, so the device is back within a second or two of the network;
+// with exponential backoff and jitter, 30 s at most, after a gateway
+// that answered and failed). A final refusal (isFinal) ends it with that
 // error: the token or the key will not do, and a service manager should
 // show it rather than see the device retry forever.
 func Join(ctx context.Context, o JoinOptions) error {
@@ -200,25 +212,25 @@ func Join(ctx context.Context, o JoinOptions) error {
 	if err := o.Token.CheckRole(RoleDevice); err != nil {
 		return err
 	}
-	var b backoff
+	var b relink.Backoff
 	for ctx.Err() == nil {
 		ended, err := dialOnce(ctx, o)
 		if isFinal(err) {
 			return err
 		}
 		if err != nil {
-			o.Log.Warn("join failed", "gateway", o.Token.Addr, "err", err)
+			o.Log.Log(ctx, b.Failed(err), "join failed", "gateway", o.Token.Addr, "err", err)
 		} else {
 			o.Log.Info("joined", "gateway", o.Token.Addr, "device", o.Device)
 			select {
 			case <-ended:
 				o.Log.Warn("link to gateway lost", "gateway", o.Token.Addr)
-				b.reset()
+				b.Reset()
 			case <-ctx.Done():
 				return nil
 			}
 		}
-		b.wait(ctx)
+		b.Wait(ctx)
 	}
 	return nil
 }
@@ -242,14 +254,19 @@ func handshake(ctx context.Context, tok Token, id *Identity, h hello) (*tls.Conn
 	var w welcome
 	hctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
 	defer cancel()
-	d := &tls.Dialer{NetDialer: &net.Dialer{KeepAliveConfig: keepAlive}, Config: clientTLS(id, tok.Gateway)}
+	d := &net.Dialer{Timeout: relink.ConnectTimeout}
 	nc, err := d.DialContext(hctx, "tcp", tok.Addr)
 	if err != nil {
 		return nil, w, err
 	}
-	tc := nc.(*tls.Conn)
+	tuneTCP(nc)
+	tc := tls.Client(nc, clientTLS(id, tok.Gateway))
 	deadline, _ := hctx.Deadline()
 	tc.SetDeadline(deadline)
+	if err := tc.HandshakeContext(hctx); err != nil {
+		tc.Close()
+		return nil, w, err
+	}
 	if err := writeFrame(tc, h); err != nil {
 		tc.Close()
 		return nil, w, err
@@ -272,23 +289,6 @@ func handshake(ctx context.Context, tok Token, id *Identity, h hello) (*tls.Conn
 	}
 	tc.SetDeadline(time.Time{})
 	return tc, w, nil
-}
-
-// backoff is the wait before the next dial: exponential from half a
-// second to 30 s, with jitter so that many peers do not redial at once.
-type backoff struct{ delay time.Duration }
-
-const firstDelay, mostDelay = 500 * time.Millisecond, 30 * time.Second
-
-func (b *backoff) reset() { b.delay = 0 }
-
-// wait sleeps the next delay, or until ctx ends.
-func (b *backoff) wait(ctx context.Context) {
-	b.delay = min(max(2*b.delay, firstDelay), mostDelay)
-	select {
-	case <-time.After(b.delay/2 + mrand.N(b.delay/2+1)):
-	case <-ctx.Done():
-	}
 }
 
 // watchedConn reports its Close.

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -225,7 +226,7 @@ func TestJoinServeAndLeave(t *testing.T) {
 	eventually(t, "lap offline", func() bool { return !gw.describeOf(t, "lap").Online })
 	start := time.Now()
 	_, err := readAll(t, root, "hello")
-	if vfs.Errno(err) != ehostdown || time.Since(start) > time.Second {
+	if vfs.Errno(err) != syscall.EHOSTDOWN || time.Since(start) > time.Second {
 		t.Errorf("reading from an offline device: %v after %v, want EHOSTDOWN at once", err, time.Since(start))
 	}
 	if gw.mount("lap") == nil {

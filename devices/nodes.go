@@ -13,9 +13,6 @@ import (
 	"github.com/gsvfs/gsvfs/vfs"
 )
 
-// ehostdown is how calls under an offline device's /mnt/ID fail, at once.
-const ehostdown = syscall.EHOSTDOWN
-
 // idDir is a directory listing every known device: /sys/devices holds
 // their descriptors, /mnt their trees. Listing and lookup agree, and an
 // entry's inode number stays its own for the daemon's life.

@@ -156,6 +156,20 @@ type knownDevice struct {
 	// Dial is how the gateway reaches a device that listens (gsvfs
 	// device add): the device's address, key and a token it issued.
 	Dial *Token `json:"dial,omitempty"`
+	// Root is the device's root as it last stat'ed online, for /mnt/ID
+	// to show while the device is offline, across gateway restarts too.
+	Root *RootAttr `json:"root,omitempty"`
+}
+
+// RootAttr is what the gateway keeps of a device's root: its permission
+// bits, owner and times (ns since 1970).
+type RootAttr struct {
+	Perm  uint32 `json:"perm"`
+	Uid   uint32 `json:"uid"`
+	Gid   uint32 `json:"gid"`
+	Atime int64  `json:"atime"`
+	Mtime int64  `json:"mtime"`
+	Ctime int64  `json:"ctime"`
 }
 
 // OpenStore opens the store in the private directory dir, making the
@@ -596,4 +610,29 @@ func CheckID(id string) error {
 		}
 	}
 	return nil
+}
+
+// LastRoot is device id's root as last seen online, nil if never.
+func (s *Store) LastRoot(id string) *RootAttr {
+	var r *RootAttr
+	s.view(func(st *storeState) {
+		if d := st.Devices[id]; d != nil && d.Root != nil {
+			c := *d.Root
+			r = &c
+		}
+	})
+	return r
+}
+
+// SetLastRoot records device id's root as seen online now; a device the
+// store does not know is not added.
+func (s *Store) SetLastRoot(id string, r RootAttr) error {
+	return s.update(func(st *storeState) error {
+		d := st.Devices[id]
+		if d == nil || d.Root != nil && *d.Root == r {
+			return errUnchanged
+		}
+		d.Root = &r
+		return nil
+	})
 }

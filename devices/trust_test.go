@@ -141,7 +141,8 @@ func TestJoinFinalOrRetried(t *testing.T) {
 		}
 	}
 
-	// Nobody listens: a network error, retried.
+	// Nobody listens: a network error, retried (logged at debug level
+	// after the first).
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +157,7 @@ func TestJoinFinalOrRetried(t *testing.T) {
 	ended := make(chan error, 1)
 	go func() {
 		ended <- Join(ctx, JoinOptions{Token: gone, Device: "far", Identity: ident, Serve: func(net.Conn) {},
-			Log: slog.New(slog.NewTextHandler(log, nil))})
+			Log: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	}()
 	eventually(t, "two failed dials", func() bool { return strings.Count(log.String(), "join failed") >= 2 })
 	select {

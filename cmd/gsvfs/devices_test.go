@@ -157,18 +157,13 @@ func waitOnline(t *testing.T, mnt, id string, want bool, limit time.Duration) ti
 func failsWithin(t *testing.T, what string, limit time.Duration, fn func() error) time.Duration {
 	t.Helper()
 	start := time.Now()
-	done := make(chan error, 1)
-	go func() { done <- fn() }()
-	select {
-	case err := <-done:
-		if err == nil {
-			t.Errorf("%s: no error from a device whose link is cut", what)
-		}
-		return time.Since(start)
-	case <-time.After(limit):
+	switch err := waitWithin(limit, fn); err {
+	case errStillWaiting:
 		t.Fatalf("%s: still waiting after %v", what, limit)
-		return 0
+	case nil:
+		t.Errorf("%s: no error from a device whose link is cut", what)
 	}
+	return time.Since(start)
 }
 
 func TestDevicesAcrossNamespaces(t *testing.T) {
@@ -320,15 +315,7 @@ func TestDevicesAcrossNamespaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	held.Close()
-	f, err := os.Open(filepath.Join(m.Mnt, "mnt/alpha/workspaces/big"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	first := make([]byte, 1<<20)
-	if _, err := io.ReadFull(f, first); err != nil {
-		t.Fatal(err)
-	}
+	f, first := openHead(t, filepath.Join(m.Mnt, "mnt/alpha/workspaces/big"), 1<<20)
 	time.Sleep(time.Second)
 	hostA.blackhole(t)
 	took = waitOnline(t, m.Mnt, "alpha", false, 6*time.Second)

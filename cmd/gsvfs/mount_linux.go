@@ -151,7 +151,7 @@ func serveMount(stdout io.Writer, f mountFlags, mountpoint string) (err error) {
 	slog.Info("serving", "tree", src.name, "mountpoint", mountpoint, "pid", os.Getpid())
 	fmt.Fprintf(stdout, "gsvfs: serving %s at %s (pid %d)\n", src.name, mountpoint, os.Getpid())
 	report(nil)
-	waitUnmount(m, sigs, src.gone)
+	waitUnmount(m, sigs)
 	return nil
 }
 
@@ -177,16 +177,14 @@ func fewerProcs() {
 
 // waitUnmount serves until the mount is gone; SIGINT, SIGTERM or SIGHUP
 // (on sigs) unmounts first, lazily if files are still open so the daemon
-// can always exit.
-func waitUnmount(m *fusefs.Mount, sigs <-chan os.Signal, gone <-chan struct{}) {
+// can always exit. A lost 9P server does not end it: the tree waits for
+// the server to come back.
+func waitUnmount(m *fusefs.Mount, sigs <-chan os.Signal) {
 	done := make(chan struct{})
 	go func() { m.Wait(); close(done) }()
 	select {
 	case <-done:
 		slog.Info("mount gone; exiting", "mountpoint", m.Dir)
-	case <-gone:
-		slog.Error("lost the 9P server; unmounting", "mountpoint", m.Dir)
-		unmountOrDetach(m)
 	case sig := <-sigs:
 		slog.Info("unmounting", "signal", sig.String(), "mountpoint", m.Dir)
 		unmountOrDetach(m)

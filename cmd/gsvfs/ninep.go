@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -46,11 +47,26 @@ func startNinep(t *tree, addrs []ninep.Address) (*ninep.Server, []string, error)
 
 // dialTree connects to a gsvfs server and attaches to its whole tree as
 // the user running this command.
-func dialTree(a ninep.Address) (*ninep.Client, vfs.Node, error) {
+func dialTree(a ninep.Address) (*ninep.Client, vfs.Node, error) { return dialTreeChecked(a, nil) }
+
+// dialTreeChecked is dialTree that first runs check, if set, on the
+// connection: an error from it ends the dial before any 9P is spoken.
+func dialTreeChecked(a ninep.Address, check func(net.Conn) error) (*ninep.Client, vfs.Node, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c, err := ninep.Dial(ctx, a, ninep.ClientOptions{})
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, a.Network, a.Addr)
+	if err == nil && check != nil {
+		if err = check(nc); err != nil {
+			nc.Close()
+		}
+	}
 	if err != nil {
+		return nil, nil, fmt.Errorf("connect to %s: %w", a, err)
+	}
+	c, err := ninep.NewClient(ctx, nc, ninep.ClientOptions{})
+	if err != nil {
+		nc.Close()
 		return nil, nil, fmt.Errorf("connect to %s: %w", a, err)
 	}
 	uname := strconv.Itoa(os.Getuid())

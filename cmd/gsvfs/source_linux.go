@@ -16,8 +16,7 @@ import (
 // directory, or reached over 9P from a daemon that already serves it.
 type source struct {
 	tree  vfs.Node
-	name  string          // what the mount serves, for messages
-	gone  <-chan struct{} // closed if a remote source is lost; nil if local
+	name  string // what the mount serves, for messages
 	close func()
 	// edges lists a local tree's edges in its /sys/stats; nil if remote.
 	edges *edgeList
@@ -71,10 +70,12 @@ func openSource(f mountFlags) (*source, error) {
 	return src, nil
 }
 
+// remoteSource is the tree of the server at a, which must answer now;
+// the mount outlives the server's restarts (redialTree).
 func remoteSource(a ninep.Address) (*source, error) {
-	c, root, err := dialTree(a)
+	root, stop, err := redialTree(a)
 	if err != nil {
 		return nil, err
 	}
-	return &source{tree: root, name: a.String(), gone: c.Done(), close: func() { c.Close() }}, nil
+	return &source{tree: root, name: a.String(), close: stop}, nil
 }

@@ -1,4 +1,4 @@
-package devices
+package relink
 
 import (
 	"context"
@@ -9,22 +9,22 @@ import (
 	"github.com/gsvfs/gsvfs/vfs"
 )
 
-// rhandle is an open file of a device. If the device comes back on a new
-// link, the next call opens the file at its path again and carries on:
+// rhandle is an open file of a remote tree. If the far end comes back on
+// a new link, the next call opens the file at its path again and carries on:
 // reads and writes name their offsets, so nothing else is needed, unless
 // the file found there is not the one opened (then EIO, as for a file
 // gone).
 type rhandle struct {
-	n     *rnode
+	n     *node
 	flags int    // as opened, less what only the first open may do
 	ident uint64 // the server's id of the file, 0 if unknown
 
 	mu    sync.Mutex
 	inner vfs.Handle
-	link  *remote
+	link  *Link
 }
 
-func (n *rnode) handle(in vfs.Node, link *remote, h vfs.Handle, flags int) vfs.Handle {
+func (n *node) handle(in vfs.Node, link *Link, h vfs.Handle, flags int) vfs.Handle {
 	rh := &rhandle{n: n, flags: flags &^ (os.O_CREATE | os.O_EXCL | os.O_TRUNC), inner: h, link: link}
 	if id, ok := in.(identified); ok {
 		rh.ident = id.Identity()
@@ -35,12 +35,12 @@ func (n *rnode) handle(in vfs.Node, link *remote, h vfs.Handle, flags int) vfs.H
 	return rh
 }
 
-// cur is the open handle on the device's current link, reopened there
-// if the link changed.
+// cur is the open handle on the current link, reopened there if the
+// link changed.
 func (h *rhandle) cur(ctx context.Context, op string) (vfs.Handle, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	link := h.n.g.link(h.n.id)
+	link := h.n.t.o.Current()
 	if link == nil {
 		return nil, vfs.Error(op, h.n.where(), ehostdown)
 	}
@@ -82,7 +82,7 @@ func (h *rhandle) WriteAt(ctx context.Context, p []byte, off int64) (int, error)
 func (h *rhandle) Close() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.link != h.n.g.link(h.n.id) {
+	if h.link != h.n.t.o.Current() {
 		h.inner.Close()
 		return nil // its link is gone: nothing left to close there
 	}
@@ -122,7 +122,7 @@ func (h *rhandle) SetAttr(ctx context.Context, s vfs.SetAttr) (vfs.Attr, error) 
 	return h.n.SetAttr(ctx, s)
 }
 
-// rdirHandle is an open directory of a device.
+// rdirHandle is an open directory of a remote tree.
 type rdirHandle struct{ *rhandle }
 
 func (d *rdirHandle) ReadDir(ctx context.Context, off uint64) ([]vfs.DirEntry, error) {

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"syscall"
+
+	"github.com/gsvfs/gsvfs/internal/relink"
+	"github.com/gsvfs/gsvfs/vfs"
+	"github.com/gsvfs/gsvfs/vfs/ninep"
+)
+
+// redialer keeps a mount's 9P connection to its server: when the
+// connection ends (the server restarted, or went away), it dials again
+// with relink.Backoff until the server answers, and the tree it serves
+// (package relink) walks its paths and reopens its files on the new
+// connection. Meanwhile calls fail at once with EHOSTDOWN, and the mount
+// stays.
+//
+// A unix socket's server is pinned: a new connection is used only if the
+// process that serves it runs as the same user as the first one did, so
+// that while the server is away nobody else can take its place by
+// listening at its path (a tcp: address names no user: whatever listens
+// there is served, as at the first mount).
+type redialer struct {
+	a      ninep.Address
+	uid    int // of the first server of a unix socket, -1 for tcp
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu     sync.Mutex
+	client *ninep.Client
+	link   *relink.Link // nil while the server is away
+}
+
+// redialTree dials a, which must answer now, and returns the tree that
+// follows it across reconnections, and how to end it.
+func redialTree(a ninep.Address) (vfs.Node, func(), error) {
+	r := &redialer{a: a, uid: -1}
+	c, root, err := dialTreeChecked(a, func(nc net.Conn) (err error) {
+		r.uid, err = serverUid(nc)
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	r.client, r.link = c, &relink.Link{Root: root}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	go r.keep(c)
+	tree := relink.New(relink.Options{Where: "/", Current: r.current})
+	return tree.Root(), r.close, nil
+}
+
+func (r *redialer) current() *relink.Link {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.link
+}
+
+// keep waits for the connection c to end and makes a new one, until
+// close.
+func (r *redialer) keep(c *ninep.Client) {
+	for c != nil {
+		select {
+		case <-c.Done():
+		case <-r.ctx.Done():
+			return
+		}
+		if r.ctx.Err() != nil {
+			return // closed by close
+		}
+		r.set(nil, nil)
+		c.Close()
+		slog.Warn("lost the 9P server; calls fail with EHOSTDOWN until it is back", "server", r.a.String(), "err", c.Err())
+		c = r.redial()
+	}
+}
+
+// redial dials until the server answers (its new connection, made the
+// current one) or close (nil).
+func (r *redialer) redial() *ninep.Client {
+	var b relink.Backoff
+	for {
+		b.Wait(r.ctx)
+		if r.ctx.Err() != nil {
+			return nil
+		}
+		c, root, err := dialTreeChecked(r.a, r.sameServer)
+		if err == nil {
+			r.set(c, &relink.Link{Root: root})
+			slog.Info("the 9P server is back", "server", r.a.String())
+			return c
+		}
+		slog.Log(r.ctx, b.Failed(err), "redialling the 9P server failed", "server", r.a.String(), "err", err)
+	}
+}
+
+// sameServer admits a new connection to a unix socket only if its server
+// runs as the first one did.
+func (r *redialer) sameServer(nc net.Conn) error {
+	uid, err := serverUid(nc)
+	if err == nil && uid != r.uid {
+		err = fmt.Errorf("%w: its server runs as uid %d now, not as uid %d like the one first mounted; not attaching", syscall.EPERM, uid, r.uid)
+	}
+	return err
+}
+
+// serverUid is the uid of the process serving a unix socket, -1 for
+// other transports.
+func serverUid(nc net.Conn) (int, error) {
+	uc, ok := nc.(*net.UnixConn)
+	if !ok {
+		return -1, nil
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var cred *syscall.Ucred
+	if err := raw.Control(func(fd uintptr) {
+		cred, err = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+	}); err != nil {
+		return 0, err
+	}
+	if err != nil {
+		return 0, err
+	}
+	return int(cred.Uid), nil
+}
+
+// set makes c the connection of the moment; a close that came first
+// closes it.
+func (r *redialer) set(c *ninep.Client, link *relink.Link) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c != nil && r.ctx.Err() != nil {
+		c.Close()
+		return
+	}
+	r.client, r.link = c, link
+}
+
+// close ends the redialling and the connection of the moment.
+func (r *redialer) close() {
+	r.cancel()
+	r.mu.Lock()
+	c := r.client
+	r.client, r.link = nil, nil
+	r.mu.Unlock()
+	if c != nil {
+		c.Close()
+	}
+}
