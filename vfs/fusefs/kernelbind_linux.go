@@ -47,10 +47,14 @@ type KernelBind struct {
 type kernelBinds struct {
 	mu   sync.Mutex
 	have map[string]laidBind
-	// root is the FUSE mount's id, learnt at the first bind: a bind is
-	// only ever laid on that mount, never on whatever is at its mount
-	// point once it is gone.
-	root uint64
+	// root is the FUSE mount's id, learnt as the mount is made (ownMount):
+	// a bind is only ever laid on that mount, never on whatever is at
+	// its mount point later, such as a user's own FUSE mount put there
+	// once this one is gone. 0: not learnt, and no bind is laid.
+	// unique is its id that the kernel never gives another mount
+	// (STATX_MNT_ID_UNIQUE, Linux 6.8; 0 before): root alone is given
+	// again to the next mount made once this one is gone.
+	root, unique uint64
 	// gone is set once the mount is being unmounted: no bind is laid
 	// after that.
 	gone bool
@@ -155,20 +159,49 @@ func (m *Mount) openRoot() (int, error) {
 	if err != nil {
 		return -1, &fs.PathError{Op: "kernel binds: open the mount", Path: m.Dir, Err: err}
 	}
-	id, err := mountID(fd)
-	var st unix.Statfs_t
-	if err == nil {
-		err = unix.Fstatfs(fd, &st)
-	}
-	if err == nil && (st.Type != unix.FUSE_SUPER_MAGIC || m.binds.root != 0 && id != m.binds.root) {
+	id, unique, err := fuseMountIDs(fd)
+	if err == nil && (m.binds.root == 0 || id != m.binds.root || unique != m.binds.unique) {
 		err = syscall.ESTALE
 	}
 	if err != nil {
 		unix.Close(fd)
 		return -1, &fs.PathError{Op: "kernel binds: the mount is no longer there", Path: m.Dir, Err: err}
 	}
-	m.binds.root = id
 	return fd, nil
+}
+
+// ownMount learns the ids of the FUSE mount this daemon has just made at
+// dir, before any bind: the mount the kernel binds may be laid on. They
+// are not learnt (no binds, then) where the kernel does not say.
+func (kb *kernelBinds) ownMount(dir string) {
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	if id, unique, err := fuseMountIDs(fd); err == nil {
+		kb.root, kb.unique = id, unique
+	}
+}
+
+// fuseMountIDs are the ids (see kernelBinds) of the FUSE mount fd is on;
+// ENODEV if it is on no FUSE mount.
+func fuseMountIDs(fd int) (id, unique uint64, err error) {
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(fd, &st); err != nil {
+		return 0, 0, err
+	}
+	if st.Type != unix.FUSE_SUPER_MAGIC {
+		return 0, 0, unix.ENODEV
+	}
+	if id, err = mountID(fd); err != nil {
+		return 0, 0, err
+	}
+	var stx unix.Statx_t
+	if unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_MNT_ID_UNIQUE, &stx) == nil && stx.Mask&unix.STATX_MNT_ID_UNIQUE != 0 {
+		unique = stx.Mnt_id
+	}
+	return id, unique, nil
 }
 
 // bindOver lays the host directory dir over p, found beneath the mount's
