@@ -14,6 +14,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gsvfs/gsvfs/vfs"
 )
 
 // A kernel bind lays a host directory over its own place in the mount
@@ -28,7 +30,9 @@ import (
 // mount(2) would follow it: root would lay the bind over the place it
 // points to. So a bind's place is opened beneath the mount's root without
 // following any symlink or crossing any other mount (openat2), the host
-// directory is cloned as a detached mount (open_tree), given the mount's
+// directory, as the tree serving it opens it from its own descriptor
+// (vfs.HostDirer), is cloned as a detached mount (open_tree), given the
+// mount's
 // nosuid,nodev, and moved onto that descriptor (move_mount). Each bind is
 // remembered as the mount it made: whether it is still there is asked by
 // its mount id, and it is taken off where the kernel says that mount lies,
@@ -39,7 +43,11 @@ import (
 // KernelBind is a host directory the kernel serves in the mount's place.
 type KernelBind struct {
 	Path string // where, inside the mount: absolute and clean ("/workspaces")
-	Dir  string // the host directory
+	Dir  string // the host directory, to know the bind by
+	// Tree is the tree that serves it: the bind is made from the
+	// descriptor it opens, never by walking Dir, which this package does
+	// not do (diskfs is the one that touches host paths).
+	Tree vfs.HostDirer
 }
 
 // kernelBinds are the binds a Mount has laid over itself, by path inside
@@ -89,8 +97,9 @@ func (m *Mount) SetKernelBinds(want []KernelBind) error {
 		kb.have = make(map[string]laidBind)
 	}
 	wanted := make(map[string]string, len(want))
+	trees := make(map[string]vfs.HostDirer, len(want))
 	for _, b := range want {
-		wanted[b.Path] = b.Dir
+		wanted[b.Path], trees[b.Path] = b.Dir, b.Tree
 	}
 	root, err := m.openRoot()
 	if err != nil {
@@ -102,7 +111,7 @@ func (m *Mount) SetKernelBinds(want []KernelBind) error {
 		if _, ok := kb.have[p]; ok {
 			continue
 		}
-		b, err := bindOver(root, p, wanted[p])
+		b, err := bindOver(root, p, wanted[p], trees[p])
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -204,11 +213,11 @@ func fuseMountIDs(fd int) (id, unique uint64, err error) {
 	return id, unique, nil
 }
 
-// bindOver lays the host directory dir over p, found beneath the mount's
-// root. The place is reached through the mount itself, so this process
+// bindOver lays the host directory dir, which tree serves, over p, found
+// beneath the mount's root. The place is reached through the mount itself, so this process
 // serves its own lookups: go-fuse answers them from other goroutines
 // while this one waits.
-func bindOver(root int, p, dir string) (laidBind, error) {
+func bindOver(root int, p, dir string, tree vfs.HostDirer) (laidBind, error) {
 	if !path.IsAbs(dir) {
 		return laidBind{}, &fs.PathError{Op: "kernel bind of " + p + ": host directory", Path: dir, Err: fs.ErrInvalid}
 	}
@@ -226,7 +235,7 @@ func bindOver(root int, p, dir string) (laidBind, error) {
 		return laidBind{}, &fs.PathError{Op: "kernel bind: open its place in the mount", Path: p, Err: err}
 	}
 	defer unix.Close(target)
-	fd, id, err := cloneDir(dir)
+	fd, id, err := cloneDir(dir, tree)
 	if err != nil {
 		return laidBind{}, err
 	}
@@ -245,17 +254,20 @@ func bindOver(root int, p, dir string) (laidBind, error) {
 	return b, nil
 }
 
-// cloneDir makes a detached bind of the host directory dir, as the FUSE
-// mount is: no set-ID programs, no device nodes that open devices; and
-// private, so nothing mounted on one side shows on the other. It returns
-// the bind's descriptor and mount id.
-func cloneDir(dir string) (int, uint64, error) {
-	src, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+// cloneDir makes a detached bind of the host directory dir, which tree
+// opens, as the FUSE mount is: no set-ID programs, no device nodes that
+// open devices; and private, so nothing mounted on one side shows on the
+// other. It returns the bind's descriptor and mount id.
+func cloneDir(dir string, tree vfs.HostDirer) (int, uint64, error) {
+	if tree == nil {
+		return -1, 0, &fs.PathError{Op: "kernel bind: no tree opens the host directory", Path: dir, Err: fs.ErrInvalid}
+	}
+	src, err := tree.OpenHostDir()
 	if err != nil {
 		return -1, 0, &fs.PathError{Op: "kernel bind: open the host directory", Path: dir, Err: err}
 	}
-	defer unix.Close(src)
-	fd, err := unix.OpenTree(src, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
+	defer src.Close()
+	fd, err := unix.OpenTree(int(src.Fd()), "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
 	if err != nil {
 		if err == unix.EPERM {
 			return -1, 0, &fs.PathError{Op: "kernel bind (it needs root): clone", Path: dir, Err: err}

@@ -5,8 +5,10 @@ package fusefs
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gsvfs/gsvfs/vfs"
 	"github.com/gsvfs/gsvfs/vfs/vfstest"
@@ -42,5 +44,47 @@ func TestKernelBindsOnlyOnOwnMount(t *testing.T) {
 	}
 	if got := m.KernelBinds(); len(got) != 0 {
 		t.Errorf("binds laid on a FUSE mount the daemon did not make: %v", got)
+	}
+}
+
+// hostTree is a tree that says it is the host directory dir.
+type hostTree struct {
+	vfs.Node
+	dir string
+}
+
+func (h hostTree) HostDir() (string, bool)        { return h.dir, true }
+func (h hostTree) OpenHostDir() (*os.File, error) { return os.Open(h.dir) }
+
+// A kernel bind is made from the directory the tree opens, not from the
+// path it was known by: a path that has come to name another directory
+// meanwhile binds nothing of that one.
+func TestKernelBindFromTheTree(t *testing.T) {
+	vfstest.NeedFUSE(t)
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED LOUDLY: kernel binds need root (bind mounts); run the tests as root to cover them")
+	}
+	real, decoy := t.TempDir(), t.TempDir()
+	for dir, text := range map[string]string{real: "real", decoy: "decoy"} {
+		if err := os.WriteFile(filepath.Join(dir, "marker"), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	m, err := New(dir, vfs.NewStaticDir(map[string]vfs.Node{"x": vfs.NewStaticDir(nil)}), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if m.Unmount() != nil {
+			Detach(dir)
+		}
+	})
+	tree := hostTree{vfs.NewStaticDir(nil), real}
+	if err := m.SetKernelBinds([]KernelBind{{Path: "/x", Dir: decoy, Tree: tree}}); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := child(10*time.Second, "cat", filepath.Join(dir, "x", "marker")); out != "real" {
+		t.Errorf("the bind at /x shows %q (%v), want the tree's directory: real", out, err)
 	}
 }
