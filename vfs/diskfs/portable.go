@@ -305,7 +305,8 @@ func (p *Portable) setAttr(d *os.Root, name string, fi fs.FileInfo, s vfs.SetAtt
 		}
 	}
 	if s.Has(vfs.SetMode) {
-		if err := d.Chmod(name, fileMode(s.Mode)); err != nil {
+		err := dirFd(d, func(fd int) error { return unix.Fchmodat(fd, name, s.Mode&0o7777, unix.AT_SYMLINK_NOFOLLOW) })
+		if err != nil {
 			return err
 		}
 	}
@@ -327,9 +328,25 @@ func (p *Portable) setAttr(d *os.Root, name string, fi fs.FileInfo, s vfs.SetAtt
 		}
 		a := infoAttr(fi)
 		at, mt := pickTime(s, vfs.SetAtime, vfs.SetAtimeNow, s.Atime, a.Atime), pickTime(s, vfs.SetMtime, vfs.SetMtimeNow, s.Mtime, a.Mtime)
-		return d.Chtimes(name, at, mt)
+		ts := []unix.Timespec{unix.NsecToTimespec(at.UnixNano()), unix.NsecToTimespec(mt.UnixNano())}
+		return dirFd(d, func(fd int) error { return unix.UtimesNanoAt(fd, name, ts, unix.AT_SYMLINK_NOFOLLOW) })
 	}
 	return nil
+}
+
+// dirFd calls fn with a descriptor of the directory d, for what os.Root
+// does only after following a symlink at the last name (chmod, times),
+// which a name swapped for one after the look would lead anywhere in d,
+// and what it has no form of between two directories (rename). With
+// AT_SYMLINK_NOFOLLOW these never follow one. (Linux needs fchmodat2,
+// 6.6, for chmod here; macOS has always had it.)
+func dirFd(d *os.Root, fn func(fd int) error) error {
+	f, err := d.Open(".")
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return fn(int(f.Fd()))
 }
 
 func pickTime(s vfs.SetAttr, set, now vfs.SetMask, t, old time.Time) time.Time {
@@ -551,17 +568,10 @@ func (p *Portable) rename(from, to string) error {
 			return err
 		}
 	}
-	sf, err := src.Open(".")
+	err = dirFd(src, func(sfd int) error {
+		return dirFd(dst, func(dfd int) error { return unix.Renameat(sfd, oldName, dfd, newName) })
+	})
 	if err != nil {
-		return vfs.Error("rename", from, vfs.Errno(err))
-	}
-	defer sf.Close()
-	df, err := dst.Open(".")
-	if err != nil {
-		return vfs.Error("rename", to, vfs.Errno(err))
-	}
-	defer df.Close()
-	if err := unix.Renameat(int(sf.Fd()), oldName, int(df.Fd()), newName); err != nil {
 		return vfs.Error("rename", from, vfs.Errno(err))
 	}
 	return nil
