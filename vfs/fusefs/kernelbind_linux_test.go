@@ -18,10 +18,7 @@ import (
 // at its mount point: a user's own FUSE mount there, once the daemon's is
 // gone, gets no bind of root's, even before the first bind was laid.
 func TestKernelBindsOnlyOnOwnMount(t *testing.T) {
-	vfstest.NeedFUSE(t)
-	if os.Geteuid() != 0 {
-		t.Skip("SKIPPED LOUDLY: kernel binds need root (bind mounts); run the tests as root to cover them")
-	}
+	needKernelBinds(t)
 	tree := func() vfs.Node { return vfs.NewStaticDir(map[string]vfs.Node{"x": vfs.NewStaticDir(nil)}) }
 	dir, host := t.TempDir(), t.TempDir()
 	m, err := New(dir, tree(), Options{})
@@ -60,10 +57,7 @@ func (h hostTree) OpenHostDir() (*os.File, error) { return os.Open(h.dir) }
 // path it was known by: a path that has come to name another directory
 // meanwhile binds nothing of that one.
 func TestKernelBindFromTheTree(t *testing.T) {
-	vfstest.NeedFUSE(t)
-	if os.Geteuid() != 0 {
-		t.Skip("SKIPPED LOUDLY: kernel binds need root (bind mounts); run the tests as root to cover them")
-	}
+	needKernelBinds(t)
 	real, decoy := t.TempDir(), t.TempDir()
 	for dir, text := range map[string]string{real: "real", decoy: "decoy"} {
 		if err := os.WriteFile(filepath.Join(dir, "marker"), []byte(text), 0o644); err != nil {
@@ -86,5 +80,14 @@ func TestKernelBindFromTheTree(t *testing.T) {
 	}
 	if out, err := child(10*time.Second, "cat", filepath.Join(dir, "x", "marker")); out != "real" {
 		t.Errorf("the bind at /x shows %q (%v), want the tree's directory: real", out, err)
+	}
+}
+
+// needKernelBinds skips, loudly, where kernel binds cannot be laid.
+func needKernelBinds(t *testing.T) {
+	t.Helper()
+	vfstest.NeedFUSE(t)
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED LOUDLY: kernel binds need root (bind mounts); run the tests as root to cover them")
 	}
 }
