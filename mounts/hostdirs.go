@@ -14,6 +14,9 @@ import (
 type HostDir struct {
 	Path string // where it is mounted in the table
 	Dir  string // the host directory
+	// Tree is the tree mounted there, which opens the host directory
+	// from its own hold on it rather than by Dir.
+	Tree vfs.HostDirer
 }
 
 // HostDirs lists the mounts that are plain host directories, in path
@@ -28,7 +31,7 @@ func (t *Table) HostDirs() []HostDir {
 			continue
 		}
 		if dir, ok := hd.HostDir(); ok {
-			out = append(out, HostDir{Path: p, Dir: dir})
+			out = append(out, HostDir{Path: p, Dir: dir, Tree: hd})
 		}
 	}
 	return out

@@ -1,6 +1,7 @@
 package mounts
 
 import (
+	"os"
 	"slices"
 	"testing"
 
@@ -14,6 +15,8 @@ type plainDir struct {
 }
 
 func (h plainDir) HostDir() (string, bool) { return h.dir, true }
+
+func (h plainDir) OpenHostDir() (*os.File, error) { return os.Open(h.dir) }
 
 func TestHostDirs(t *testing.T) {
 	tab := New()
@@ -33,14 +36,14 @@ func TestHostDirs(t *testing.T) {
 	tab.GuardNamespace("/etc/namespace")
 	var got []HostDir
 	got = tab.HostDirs()
-	want := []HostDir{{"/home", "/s/home"}, {"/workspaces/data", "/srv/data"}}
-	if !slices.Equal(got, want) {
+	want := []HostDir{{Path: "/home", Dir: "/s/home"}, {Path: "/workspaces/data", Dir: "/srv/data"}}
+	if !slices.EqualFunc(got, want, sameHostDir) {
 		t.Errorf("HostDirs = %v, want %v (not /etc: the namespace file is checked; not /workspaces: a mount below; not /sys: synthetic)", got, want)
 	}
 	tab.Unmount("/workspaces/data")
 	got = tab.HostDirs()
-	want = []HostDir{{"/home", "/s/home"}, {"/workspaces", "/s/workspaces"}}
-	if !slices.Equal(got, want) {
+	want = []HostDir{{Path: "/home", Dir: "/s/home"}, {Path: "/workspaces", Dir: "/s/workspaces"}}
+	if !slices.EqualFunc(got, want, sameHostDir) {
 		t.Errorf("after unmounting /workspaces/data: HostDirs = %v, want %v", got, want)
 	}
 	if changes != 7 {
@@ -52,3 +55,5 @@ func TestHostDirs(t *testing.T) {
 		t.Errorf("OnChange called after stop")
 	}
 }
+
+func sameHostDir(a, b HostDir) bool { return a.Path == b.Path && a.Dir == b.Dir }

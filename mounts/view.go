@@ -3,12 +3,14 @@ package mounts
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"path"
 	"slices"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
 
@@ -36,6 +38,8 @@ type view struct {
 	mu    sync.Mutex
 	roots []HostDir
 	stale bool
+	// warn says why a rename was refused where the client cannot see it.
+	warn *vfs.RateLog
 }
 
 // hostPather is a backend directory that knows where it is on the host
@@ -58,7 +62,8 @@ func (t *Table) Refusing(patterns []string) (vfs.Node, error) {
 			return nil, fmt.Errorf("bad refuse pattern %q", p)
 		}
 	}
-	v := &view{t: t, patterns: slices.Clone(patterns), stale: true}
+	v := &view{t: t, patterns: slices.Clone(patterns), stale: true,
+		warn: vfs.NewRateLog(slog.Default(), 10*time.Second)}
 	for _, p := range patterns {
 		v.lower = append(v.lower, strings.ToLower(p))
 	}
@@ -193,12 +198,25 @@ func (n *node) renameRefused(ctx context.Context, oldName string, to *node, newN
 	}
 	budget := maxRenameScan
 	if n.holdsRefused(ctx, oldName, &budget) {
-		return vfs.Error("rename", path.Join(n.path, oldName), syscall.EACCES)
+		return n.renameRefusal(oldName, budget)
 	}
 	if flags&vfs.RenameExchange != 0 && to.holdsRefused(ctx, newName, &budget) {
-		return vfs.Error("rename", path.Join(to.path, newName), syscall.EACCES)
+		return to.renameRefusal(newName, budget)
 	}
 	return nil
+}
+
+// renameRefusal is the EACCES of a rename of the directory name of n,
+// which holds a refused path or, with the budget spent, has more entries
+// than a rename looks through: that one is logged, as nothing else tells
+// the user why mv of a big tree (node_modules) fails.
+func (n *node) renameRefusal(name string, budget int) error {
+	p := path.Join(n.path, name)
+	if budget < 0 {
+		n.view.warn.Warn("rename scan", "rename refused: the directory holds more entries than a rename through the export looks through for refused paths",
+			"path", p, "limit", maxRenameScan)
+	}
+	return vfs.Error("rename", p, syscall.EACCES)
 }
 
 // holdsRefused reports whether the entry name of n is a directory with

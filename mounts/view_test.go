@@ -1,9 +1,13 @@
 package mounts
 
 import (
+	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -124,4 +128,65 @@ func TestRefusingViewByHostPath(t *testing.T) {
 			t.Errorf("rename %s to %s: %v, want %v", c.old, c.new, err, c.want)
 		}
 	}
+}
+
+// A rename through a view of a directory with more entries than it looks
+// through for refused paths is refused, and the log says so, with the
+// path: the client sees only EACCES.
+func TestRefusingViewRenameTooBigIsLogged(t *testing.T) {
+	kids := make(map[string]vfs.Node, maxRenameScan+1)
+	for i := range maxRenameScan + 1 {
+		kids["f"+strconv.Itoa(i)] = vfs.NewStaticDir(nil)
+	}
+	tab := New()
+	if err := tab.Mount("/big", vfs.NewStaticDir(map[string]vfs.Node{"d": vfs.NewStaticDir(kids)})); err != nil {
+		t.Fatal(err)
+	}
+	logged := &records{}
+	old := slog.Default()
+	slog.SetDefault(slog.New(logged))
+	t.Cleanup(func() { slog.SetDefault(old) })
+	view, err := tab.Refusing([]string{"**/.ssh/**"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := walk(t, view, "big")
+	if err := big.Rename(ctx, "d", big, "e"); vfs.Errno(err) != syscall.EACCES {
+		t.Errorf("rename of a directory too big to look through: %v, want EACCES", err)
+	}
+	if got := logged.paths(slog.LevelWarn); !slices.Equal(got, []string{"/big/d"}) {
+		t.Errorf("warnings logged for paths %v, want [/big/d]", got)
+	}
+}
+
+// records is a slog handler that keeps what it is given.
+type records struct {
+	mu   sync.Mutex
+	recs []slog.Record
+}
+
+func (r *records) Enabled(context.Context, slog.Level) bool { return true }
+func (r *records) Handle(_ context.Context, rec slog.Record) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.recs = append(r.recs, rec.Clone())
+	return nil
+}
+func (r *records) WithAttrs([]slog.Attr) slog.Handler { return r }
+func (r *records) WithGroup(string) slog.Handler      { return r }
+
+// paths are the "path" attributes of the records at level.
+func (r *records) paths(level slog.Level) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, rec := range r.recs {
+		rec.Attrs(func(a slog.Attr) bool {
+			if rec.Level == level && a.Key == "path" {
+				out = append(out, a.Value.String())
+			}
+			return true
+		})
+	}
+	return out
 }

@@ -19,6 +19,7 @@ package vfs
 
 import (
 	"context"
+	"os"
 	"syscall"
 	"time"
 )
@@ -148,9 +149,13 @@ type TempCreator interface {
 // served as it is, with nothing made up inside it. An edge may hand such a
 // tree to the host's kernel (a bind mount over its place) instead of
 // serving each request itself. HostDir reports the directory's current
-// host path; ok is false for any node but the tree's root.
+// host path; ok is false for any node but the tree's root. OpenHostDir
+// opens that directory from the tree's own hold on it (O_PATH where the
+// host has it), for an edge to bind it without walking a host path that
+// may name another directory by then.
 type HostDirer interface {
 	HostDir() (dir string, ok bool)
+	OpenHostDir() (*os.File, error)
 }
 
 // Flusher is a handle with something to finish when a descriptor of it is

@@ -91,7 +91,7 @@ func keepKernelBinds(m *fusefs.Mount, t *mounts.Table) (stop func()) {
 func kernelBindsOf(t *mounts.Table) []fusefs.KernelBind {
 	var out []fusefs.KernelBind
 	for _, h := range t.HostDirs() {
-		out = append(out, fusefs.KernelBind{Path: h.Path, Dir: h.Dir})
+		out = append(out, fusefs.KernelBind{Path: h.Path, Dir: h.Dir, Tree: h.Tree})
 	}
 	return out
 }

@@ -31,9 +31,10 @@ type hiddenDir struct {
 // Add hides the directory dir, which must exist. In every tree made with
 // h, dir is left out of listings, a lookup of it fails with ENOENT, a
 // directory holding it cannot be renamed (EACCES: the daemon would lose
-// its state), and a regular file of dir that has a second name (a hard
-// link) cannot be looked up by that name (EACCES). A tree cannot be
-// rooted at dir, nor, when sealed, anywhere inside it.
+// its state), and a file of dir that has a second name (a hard link) is
+// not there under that name either: not listed, not found (ENOENT), so
+// that listing and lookup agree and the name shows nothing of the file.
+// A tree cannot be rooted at dir, nor, when sealed, anywhere inside it.
 func (h *Hidden) Add(dir string, sealed bool) error {
 	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -87,23 +88,37 @@ func (h *Hidden) hides(st *unix.Statx_t) bool {
 	return false
 }
 
-// holdsFile reports whether the directory has an entry that is the file id.
+// holdsFile reports whether the directory has an entry that is the file
+// id. Only its own entries are looked at, not its subdirectories': each
+// of those is either hidden itself (Add; the private part is flat) or a
+// tree the daemon serves on purpose (the state directory's home and
+// workspaces), whose files may well have other names.
 func (d hiddenDir) holdsFile(id fileID) bool {
+	found := false
+	d.each(func(fd int, e vfs.DirEntry) bool {
+		var st unix.Statx_t
+		found = e.Ino == id.ino && statx(fd, e.Name, &st) == nil && idOf(&st).dev == id.dev
+		return !found
+	})
+	return found
+}
+
+// each calls f with the directory's entries, while f returns true.
+func (d hiddenDir) each(f func(fd int, e vfs.DirEntry) bool) {
 	fd, err := unix.Openat(d.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return false
+		return
 	}
 	defer unix.Close(fd)
 	buf := make([]byte, 8<<10)
 	for {
 		n, err := unix.Getdents(fd, buf)
 		if err != nil || n <= 0 {
-			return false
+			return
 		}
 		for _, e := range parseDirents(buf[:n]) {
-			var st unix.Statx_t
-			if e.Ino == id.ino && statx(fd, e.Name, &st) == nil && idOf(&st).dev == id.dev {
-				return true
+			if !f(fd, e) {
+				return
 			}
 		}
 	}
@@ -185,47 +200,42 @@ func ancestors(fd int) []fileID {
 	return out
 }
 
-// holdsHiddenAt reports whether the entry name of dirfd is a hidden
-// directory (hidden) or a directory holding one (holds), for the calls
-// that act on a name without a lookup first (rename, remove).
-func (h *Hidden) holdsHiddenAt(dirfd int, name string) (hidden, holds bool) {
+// guardName fails for a hidden name of dirfd (ENOENT, as a lookup does)
+// and for a directory holding a hidden one (EACCES), for the calls that
+// act on a name without a lookup first (rename, remove).
+func (h *Hidden) guardName(op string, dirfd int, name string) error {
 	if len(h.list()) == 0 {
-		return false, false
+		return nil
 	}
 	var st unix.Statx_t
 	if statx(dirfd, name, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		return false, false
+		return nil
 	}
-	id := idOf(&st)
-	if h.dirID(id.dev, id.ino) {
-		return true, false
-	}
-	return false, h.aboveHidden(id)
+	return h.guardID(op, name, idOf(&st))
 }
 
-// guardName fails for a hidden name of dirfd (ENOENT, as a lookup does)
-// and for a directory holding a hidden one (EACCES).
-func (h *Hidden) guardName(op string, dirfd int, name string) error {
-	hidden, holds := h.holdsHiddenAt(dirfd, name)
+// guardID is guardName for the directory id.
+func (h *Hidden) guardID(op, name string, id fileID) error {
 	switch {
-	case hidden:
+	case h.dirID(id.dev, id.ino):
 		return vfs.Error(op, name, syscall.ENOENT)
-	case holds:
+	case h.aboveHidden(id):
 		return vfs.Error(op, name, syscall.EACCES)
 	}
 	return nil
 }
 
-// listed drops the hidden directories from a batch of entries of the
-// directory fd. Only entries whose inode number is a hidden directory's
-// cost a stat.
+// listed drops the hidden directories, and other names of the hidden
+// files, from a batch of entries of the directory fd. Only entries whose
+// inode number is a hidden directory's or a hidden file's cost a stat.
 func (h *Hidden) listed(fd int, entries []vfs.DirEntry) []vfs.DirEntry {
 	if len(h.list()) == 0 {
 		return entries
 	}
+	files := h.fileInos()
 	out := entries[:0]
 	for _, e := range entries {
-		if h.inoHidden(e.Ino) {
+		if h.inoHidden(e.Ino) || files[e.Ino] {
 			var st unix.Statx_t
 			if statx(fd, e.Name, &st) != nil || h.hides(&st) {
 				continue
@@ -246,24 +256,52 @@ func (h *Hidden) inoHidden(ino uint64) bool {
 	return false
 }
 
+// fileInos are the inode numbers of the files the hidden directories
+// hold (their own entries, as holdsFile looks at), read again for each
+// batch of a listing since the daemon replaces its files as it writes
+// them: a handful of entries.
+func (h *Hidden) fileInos() map[uint64]bool {
+	out := map[uint64]bool{}
+	for _, d := range h.list() {
+		d.each(func(_ int, e vfs.DirEntry) bool {
+			if e.Type != syscall.S_IFDIR {
+				out[e.Ino] = true
+			}
+			return true
+		})
+	}
+	return out
+}
+
 // lookedUp fails for an entry a lookup must not return: a hidden
-// directory is not there (ENOENT); a second name of a hidden file is
-// there but refused (EACCES).
+// directory, or a second name of a hidden file, is not there (ENOENT),
+// as listings leave them out.
 func (h *Hidden) lookedUp(st *unix.Statx_t) error {
 	if len(h.list()) == 0 || !h.hides(st) {
 		return nil
 	}
-	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
-		return syscall.ENOENT
-	}
-	return syscall.EACCES
+	return syscall.ENOENT
 }
 
-// hidesInfo reports whether fi, as os.Lstat found it, is a hidden
-// directory (for the portable tree).
+// hidesInfo reports whether fi, as os.Lstat found it, is hidden (see
+// hides), for the portable tree.
 func (h *Hidden) hidesInfo(fi fs.FileInfo) bool {
 	st, ok := fi.Sys().(*syscall.Stat_t)
-	return ok && fi.IsDir() && h.dirID(uint64(st.Dev), st.Ino)
+	if !ok || len(h.list()) == 0 {
+		return false
+	}
+	return h.hides(&unix.Statx_t{Mode: uint16(st.Mode), Nlink: uint32(st.Nlink), Ino: st.Ino,
+		Dev_major: unix.Major(st.Dev), Dev_minor: unix.Minor(st.Dev)})
+}
+
+// guardInfo is guardName for the portable tree, fi being what os.Lstat
+// found at name.
+func (h *Hidden) guardInfo(op, name string, fi fs.FileInfo) error {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || !fi.IsDir() || len(h.list()) == 0 {
+		return nil
+	}
+	return h.guardID(op, name, fileID{dev: st.Dev, ino: st.Ino})
 }
 
 // checkDir is checkRoot for the portable tree, which has no descriptor.

@@ -582,6 +582,26 @@ func (n *node) HostDir() (string, bool) {
 	return dir, err == nil && !strings.HasSuffix(dir, " (deleted)") && !n.fs.holdsHidden
 }
 
+// OpenHostDir opens the tree's root again from its own descriptor (see
+// vfs.HostDirer), under the same rules as HostDir.
+func (n *node) OpenHostDir() (*os.File, error) {
+	if _, ok := n.HostDir(); !ok {
+		return nil, vfs.Error("open", ".", syscall.EINVAL)
+	}
+	var f *os.File
+	err := n.do(func(l loc) error {
+		fd, err := unix.Openat(l.fd, ".", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err == nil {
+			f = os.NewFile(uintptr(fd), fdPath(fd))
+		}
+		return err
+	})
+	if err != nil {
+		return nil, vfs.Error("open", ".", errno(err))
+	}
+	return f, nil
+}
+
 // HostPath reports where a directory of the tree is on the host now, so
 // that the namespace can decide what a path is on disk whatever its name
 // in the tree (refusals). Only directories know it.

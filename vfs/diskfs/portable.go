@@ -15,13 +15,17 @@ import (
 	"time"
 	"weak"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/gsvfs/gsvfs/vfs"
 )
 
 // Portable serves a host directory through os.Root, on any system Go
 // runs on: the disk trees of a device on macOS. os.Root keeps every
 // name inside the directory, symlinks and ".." included, as the Linux
-// implementation's *at calls do.
+// implementation's *at calls do. It follows a symlink in the middle
+// of a path, though, as long as the symlink stays inside: so a node's path
+// is walked one name at a time (at), never handed to os.Root whole.
 //
 // What it gives up against the Linux one (which it stands in for
 // elsewhere, and which tests run it against on Linux): nodes know their
@@ -100,8 +104,8 @@ func (n *pnode) where(op string) (string, error) {
 	return n.e.path, nil
 }
 
-// child is the path of name in the node, which must be a directory
-// itself, not a symlink to one.
+// child is the path of name in the node. That the node is a directory
+// itself, not a symlink to one, is checked by the walk (at).
 func (n *pnode) child(op, name string) (string, error) {
 	if err := vfs.CheckName(op, name); err != nil {
 		return "", err
@@ -110,14 +114,93 @@ func (n *pnode) child(op, name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	fi, err := n.fs.r.Lstat(dir)
-	if err != nil {
-		return "", vfs.Error(op, dir, vfs.Errno(err))
-	}
-	if !fi.IsDir() {
-		return "", vfs.Error(op, dir, syscall.ENOTDIR)
-	}
 	return path.Join(dir, name), nil
+}
+
+// at opens the directory that holds rel, one name at a time from the
+// tree's root, and returns it with rel's last name; the caller closes
+// it. os.Root would follow a symlink in the middle of rel: a directory on
+// a node's path swapped for a symlink (on the host, or through a second
+// tree of the same directory, which does not see this one's nodes) would
+// lead the node into the daemon's state directory. Each step must be a
+// directory, not a symlink and not hidden, and once open the very one it
+// was when looked at.
+func (p *Portable) at(op, rel string) (*os.Root, string, error) {
+	d, err := p.r.OpenRoot(".")
+	if err != nil {
+		return nil, "", vfs.Error(op, rel, vfs.Errno(err))
+	}
+	names := strings.Split(rel, "/")
+	for _, name := range names[:len(names)-1] {
+		next, err := p.step(d, name)
+		d.Close()
+		if err != nil {
+			return nil, "", vfs.Error(op, rel, vfs.Errno(err))
+		}
+		d = next
+	}
+	return d, names[len(names)-1], nil
+}
+
+// step opens the directory name of d: not a symlink, not hidden, and not
+// another directory swapped in between the look and the open.
+func (p *Portable) step(d *os.Root, name string) (*os.Root, error) {
+	fi, err := d.Lstat(name)
+	switch {
+	case err != nil:
+		return nil, err
+	case !fi.IsDir():
+		return nil, syscall.ENOTDIR
+	case p.hide.hidesInfo(fi):
+		return nil, syscall.ENOENT
+	}
+	next, err := d.OpenRoot(name)
+	if err != nil {
+		return nil, err
+	}
+	if got, err := next.Stat("."); err != nil || !os.SameFile(fi, got) {
+		next.Close()
+		return nil, syscall.ENOENT
+	}
+	return next, nil
+}
+
+// lstat is at, and what os.Lstat finds at the last name.
+func (p *Portable) lstat(op, rel string) (*os.Root, string, fs.FileInfo, error) {
+	d, name, err := p.at(op, rel)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	fi, err := d.Lstat(name)
+	if err != nil {
+		d.Close()
+		return nil, "", nil, vfs.Error(op, rel, vfs.Errno(err))
+	}
+	return d, name, fi, nil
+}
+
+// openSame opens the file name of d that os.Lstat found as fi, and only
+// it: os.Root follows a symlink at the last name, so the name swapped for
+// one meanwhile would open another file. O_TRUNC waits for that check,
+// and a file the tree hides (a hard link to one) is not there.
+func (p *Portable) openSame(d *os.Root, name string, fi fs.FileInfo, flags int) (*os.File, error) {
+	f, err := d.OpenFile(name, flags&portableFlags&^os.O_TRUNC, 0)
+	if err != nil {
+		return nil, err
+	}
+	got, err := f.Stat()
+	switch {
+	case err != nil:
+	case !os.SameFile(fi, got), p.hide.hidesInfo(got):
+		err = syscall.ENOENT
+	case flags&os.O_TRUNC != 0:
+		err = f.Truncate(0)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 func (n *pnode) node(rel string) *pnode { return &pnode{fs: n.fs, e: n.fs.entry(rel)} }
@@ -129,8 +212,12 @@ func (n *pnode) HostPath() (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	fi, err := n.fs.r.Lstat(rel)
-	if err != nil || !fi.IsDir() {
+	d, _, fi, err := n.fs.lstat("stat", rel)
+	if err != nil {
+		return "", false
+	}
+	d.Close()
+	if !fi.IsDir() {
 		return "", false
 	}
 	return filepath.Join(n.fs.r.Name(), filepath.FromSlash(rel)), true
@@ -178,10 +265,11 @@ func (n *pnode) Attr(context.Context) (vfs.Attr, error) {
 	if err != nil {
 		return vfs.Attr{}, err
 	}
-	fi, err := n.fs.r.Lstat(rel)
+	d, _, fi, err := n.fs.lstat("stat", rel)
 	if err != nil {
-		return vfs.Attr{}, vfs.Error("stat", rel, vfs.Errno(err))
+		return vfs.Attr{}, err
 	}
+	d.Close()
 	return infoAttr(fi), nil
 }
 
@@ -190,19 +278,21 @@ func (n *pnode) SetAttr(ctx context.Context, s vfs.SetAttr) (vfs.Attr, error) {
 	if err != nil {
 		return vfs.Attr{}, err
 	}
-	if err := n.fs.setAttr(rel, s); err != nil {
+	d, name, fi, err := n.fs.lstat("setattr", rel)
+	if err != nil {
+		return vfs.Attr{}, err
+	}
+	err = n.fs.setAttr(d, name, fi, s)
+	d.Close()
+	if err != nil {
 		return vfs.Attr{}, vfs.Error("setattr", rel, vfs.Errno(err))
 	}
 	return n.Attr(ctx)
 }
 
-// setAttr applies s to the file at rel, in chown, chmod, size, times
-// order as the Linux implementation does.
-func (p *Portable) setAttr(rel string, s vfs.SetAttr) error {
-	fi, err := p.r.Lstat(rel)
-	if err != nil {
-		return err
-	}
+// setAttr applies s to the file name of d, which os.Lstat found as fi,
+// in chown, chmod, size, times order as the Linux implementation does.
+func (p *Portable) setAttr(d *os.Root, name string, fi fs.FileInfo, s vfs.SetAttr) error {
 	if fi.Mode()&fs.ModeSymlink != 0 && s.Valid&^(vfs.SetUid|vfs.SetGid) != 0 {
 		// os.Root follows a symlink for everything but its owner: refuse
 		// rather than change the file it names.
@@ -210,17 +300,18 @@ func (p *Portable) setAttr(rel string, s vfs.SetAttr) error {
 	}
 	if s.Valid&(vfs.SetUid|vfs.SetGid) != 0 {
 		uid, gid := s.Owner()
-		if err := p.r.Lchown(rel, uid, gid); err != nil {
+		if err := d.Lchown(name, uid, gid); err != nil {
 			return err
 		}
 	}
 	if s.Has(vfs.SetMode) {
-		if err := p.r.Chmod(rel, fileMode(s.Mode)); err != nil {
+		err := dirFd(d, func(fd int) error { return unix.Fchmodat(fd, name, s.Mode&0o7777, unix.AT_SYMLINK_NOFOLLOW) })
+		if err != nil {
 			return err
 		}
 	}
 	if s.Has(vfs.SetSize) {
-		f, err := p.r.OpenFile(rel, os.O_WRONLY, 0)
+		f, err := p.openSame(d, name, fi, os.O_WRONLY)
 		if err != nil {
 			return err
 		}
@@ -231,15 +322,31 @@ func (p *Portable) setAttr(rel string, s vfs.SetAttr) error {
 		}
 	}
 	if s.Valid&(vfs.SetAtime|vfs.SetMtime|vfs.SetAtimeNow|vfs.SetMtimeNow) != 0 {
-		fi, err := p.r.Lstat(rel)
+		fi, err := d.Lstat(name)
 		if err != nil {
 			return err
 		}
 		a := infoAttr(fi)
 		at, mt := pickTime(s, vfs.SetAtime, vfs.SetAtimeNow, s.Atime, a.Atime), pickTime(s, vfs.SetMtime, vfs.SetMtimeNow, s.Mtime, a.Mtime)
-		return p.r.Chtimes(rel, at, mt)
+		ts := []unix.Timespec{unix.NsecToTimespec(at.UnixNano()), unix.NsecToTimespec(mt.UnixNano())}
+		return dirFd(d, func(fd int) error { return unix.UtimesNanoAt(fd, name, ts, unix.AT_SYMLINK_NOFOLLOW) })
 	}
 	return nil
+}
+
+// dirFd calls fn with a descriptor of the directory d, for what os.Root
+// does only after following a symlink at the last name (chmod, times),
+// which a name swapped for one after the look would lead anywhere in d,
+// and what it has no form of between two directories (rename). With
+// AT_SYMLINK_NOFOLLOW these never follow one. (Linux needs fchmodat2,
+// 6.6, for chmod here; macOS has always had it.)
+func dirFd(d *os.Root, fn func(fd int) error) error {
+	f, err := d.Open(".")
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return fn(int(f.Fd()))
 }
 
 func pickTime(s vfs.SetAttr, set, now vfs.SetMask, t, old time.Time) time.Time {
@@ -272,10 +379,11 @@ func (n *pnode) Lookup(_ context.Context, name string) (vfs.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	fi, err := n.fs.r.Lstat(rel)
+	d, _, fi, err := n.fs.lstat("lookup", rel)
 	if err != nil {
-		return nil, vfs.Error("lookup", rel, vfs.Errno(err))
+		return nil, err
 	}
+	d.Close()
 	if n.fs.hide.hidesInfo(fi) {
 		return nil, vfs.Error("lookup", rel, syscall.ENOENT)
 	}
@@ -287,10 +395,11 @@ func (n *pnode) Open(_ context.Context, flags int) (vfs.Handle, error) {
 	if err != nil {
 		return nil, err
 	}
-	fi, err := n.fs.r.Lstat(rel)
+	d, name, fi, err := n.fs.lstat("open", rel)
 	if err != nil {
-		return nil, vfs.Error("open", rel, vfs.Errno(err))
+		return nil, err
 	}
+	defer d.Close()
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:
 		return nil, vfs.Error("open", rel, syscall.ELOOP) // never followed
@@ -298,11 +407,11 @@ func (n *pnode) Open(_ context.Context, flags int) (vfs.Handle, error) {
 		if flags&(os.O_WRONLY|os.O_RDWR|os.O_TRUNC) != 0 {
 			return nil, vfs.Error("open", rel, syscall.EISDIR)
 		}
-		return n.fs.listing(rel)
+		return n.fs.listing(d, name, fi, rel)
 	case !fi.Mode().IsRegular():
 		return nil, vfs.Error("open", rel, syscall.EOPNOTSUPP)
 	}
-	f, err := n.fs.r.OpenFile(rel, flags&portableFlags, 0)
+	f, err := n.fs.openSame(d, name, fi, flags)
 	if err != nil {
 		return nil, vfs.Error("open", rel, vfs.Errno(err))
 	}
@@ -317,34 +426,57 @@ func (n *pnode) Create(ctx context.Context, name string, flags int, mode uint32)
 	if err != nil {
 		return nil, nil, err
 	}
-	fi, statErr := n.fs.r.Lstat(rel)
-	switch {
-	case statErr != nil:
-	case flags&os.O_EXCL != 0:
-		return nil, nil, vfs.Error("create", rel, syscall.EEXIST)
-	case fi.IsDir():
-		return nil, nil, vfs.Error("create", rel, syscall.EISDIR)
-	case !fi.Mode().IsRegular():
-		return nil, nil, vfs.Error("create", rel, syscall.ELOOP) // never followed
+	d, last, err := n.fs.at("create", rel)
+	if err != nil {
+		return nil, nil, err
 	}
-	f, err := n.fs.r.OpenFile(rel, flags&(portableFlags|os.O_EXCL)|os.O_CREATE, fileMode(mode))
+	defer d.Close()
+	f, made, err := n.fs.create(d, last, flags, mode)
 	if err != nil {
 		return nil, nil, vfs.Error("create", rel, vfs.Errno(err))
 	}
-	if statErr != nil {
-		n.fs.giveToCaller(ctx, rel)
+	if made {
+		n.fs.giveToCaller(ctx, d, last)
 	}
 	c := n.node(rel)
 	return c, &pfile{f: f, n: c, append: flags&os.O_APPEND != 0}, nil
 }
 
+// create opens the file name of d, making it if it is not there (made).
+// A new file is made with O_EXCL, which follows no symlink; an existing
+// one must be a regular file, opened as openSame does.
+func (p *Portable) create(d *os.Root, name string, flags int, mode uint32) (f *os.File, made bool, err error) {
+	for range 2 { // once more if a file came between the look and the make
+		fi, err := d.Lstat(name)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			f, err := d.OpenFile(name, flags&portableFlags|os.O_CREATE|os.O_EXCL, fileMode(mode))
+			if errors.Is(err, fs.ErrExist) && flags&os.O_EXCL == 0 {
+				continue
+			}
+			return f, err == nil, err
+		case err != nil:
+			return nil, false, err
+		case flags&os.O_EXCL != 0:
+			return nil, false, syscall.EEXIST
+		case fi.IsDir():
+			return nil, false, syscall.EISDIR
+		case !fi.Mode().IsRegular() || p.hide.hidesInfo(fi):
+			return nil, false, syscall.ELOOP // never followed, nor shown
+		}
+		f, err := p.openSame(d, name, fi, flags)
+		return f, false, err
+	}
+	return nil, false, syscall.EEXIST
+}
+
 // giveToCaller makes a new file the caller's, where the daemon may.
-func (p *Portable) giveToCaller(ctx context.Context, rel string) {
+func (p *Portable) giveToCaller(ctx context.Context, d *os.Root, name string) {
 	c, ok := vfs.CallerFrom(ctx)
 	if !ok || os.Geteuid() != 0 || c.Uid == 0 && c.Gid == 0 {
 		return
 	}
-	p.r.Lchown(rel, int(c.Uid), int(c.Gid))
+	d.Lchown(name, int(c.Uid), int(c.Gid))
 }
 
 func (n *pnode) Mkdir(ctx context.Context, name string, mode uint32) (vfs.Node, error) {
@@ -352,10 +484,15 @@ func (n *pnode) Mkdir(ctx context.Context, name string, mode uint32) (vfs.Node, 
 	if err != nil {
 		return nil, err
 	}
-	if err := n.fs.r.Mkdir(rel, fileMode(mode)); err != nil {
+	d, last, err := n.fs.at("mkdir", rel)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	if err := d.Mkdir(last, fileMode(mode)); err != nil {
 		return nil, vfs.Error("mkdir", rel, vfs.Errno(err))
 	}
-	n.fs.giveToCaller(ctx, rel)
+	n.fs.giveToCaller(ctx, d, last)
 	return n.node(rel), nil
 }
 
@@ -364,17 +501,21 @@ func (n *pnode) Remove(_ context.Context, name string, dir bool) error {
 	if err != nil {
 		return err
 	}
-	fi, err := n.fs.r.Lstat(rel)
+	d, last, fi, err := n.fs.lstat("remove", rel)
 	if err != nil {
-		return vfs.Error("remove", rel, vfs.Errno(err))
+		return err
 	}
-	if dir && !fi.IsDir() {
+	defer d.Close()
+	switch {
+	case dir && !fi.IsDir():
 		return vfs.Error("remove", rel, syscall.ENOTDIR)
-	}
-	if !dir && fi.IsDir() {
+	case !dir && fi.IsDir():
 		return vfs.Error("remove", rel, syscall.EISDIR)
 	}
-	if err := n.fs.r.Remove(rel); err != nil {
+	if err := n.fs.hide.guardInfo("remove", rel, fi); err != nil {
+		return err
+	}
+	if err := d.Remove(last); err != nil {
 		return vfs.Error("remove", rel, vfs.Errno(err))
 	}
 	n.fs.removed(rel)
@@ -386,44 +527,54 @@ func (n *pnode) Rename(_ context.Context, oldName string, newDir vfs.Node, newNa
 	if err != nil {
 		return err
 	}
-	d, ok := newDir.(*pnode)
-	if !ok || d.fs != n.fs {
+	to, ok := newDir.(*pnode)
+	if !ok || to.fs != n.fs {
 		return vfs.Error("rename", from, syscall.EXDEV)
 	}
-	to, err := d.child("rename", newName)
+	dest, err := to.child("rename", newName)
 	if err != nil {
 		return err
 	}
-	if from == to {
+	if from == dest {
 		return nil
 	}
-	if err := n.fs.replaceable(from, to); err != nil {
-		return vfs.Error("rename", from, vfs.Errno(err))
+	if err := n.fs.rename(from, dest); err != nil {
+		return err
 	}
-	if err := n.fs.r.Rename(from, to); err != nil {
-		return vfs.Error("rename", from, vfs.Errno(err))
-	}
-	n.fs.moved(from, to)
+	n.fs.moved(from, dest)
 	return nil
 }
 
-// replaceable makes way for renaming from onto to as rename(2) allows:
-// os.Root's Rename never replaces a directory, so an empty one at to is
-// removed first (a moment in which to does not exist, which rename(2)
-// would not show), and a file over a directory is EISDIR.
-func (p *Portable) replaceable(from, to string) error {
-	dst, err := p.r.Lstat(to)
-	if err != nil || !dst.IsDir() {
-		return nil
-	}
-	src, err := p.r.Lstat(from)
+// rename moves from to to, as rename(2) does (an empty directory at to
+// is replaced), between the directories the walk opened: os.Root's
+// Rename takes paths, which it would walk through symlinks. Neither may
+// be a hidden directory or hold one.
+func (p *Portable) rename(from, to string) error {
+	src, oldName, fi, err := p.lstat("rename", from)
 	if err != nil {
 		return err
 	}
-	if !src.IsDir() {
-		return syscall.EISDIR
+	defer src.Close()
+	dst, newName, err := p.at("rename", to)
+	if err != nil {
+		return err
 	}
-	return p.r.Remove(to) // ENOTEMPTY or EEXIST for a full one
+	defer dst.Close()
+	if err := p.hide.guardInfo("rename", from, fi); err != nil {
+		return err
+	}
+	if over, err := dst.Lstat(newName); err == nil {
+		if err := p.hide.guardInfo("rename", to, over); err != nil {
+			return err
+		}
+	}
+	err = dirFd(src, func(sfd int) error {
+		return dirFd(dst, func(dfd int) error { return unix.Renameat(sfd, oldName, dfd, newName) })
+	})
+	if err != nil {
+		return vfs.Error("rename", from, vfs.Errno(err))
+	}
+	return nil
 }
 
 func (n *pnode) Readlink(context.Context) (string, error) {
@@ -431,7 +582,12 @@ func (n *pnode) Readlink(context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	target, err := n.fs.r.Readlink(rel)
+	d, name, err := n.fs.at("readlink", rel)
+	if err != nil {
+		return "", err
+	}
+	defer d.Close()
+	target, err := d.Readlink(name)
 	if err != nil {
 		return "", vfs.Error("readlink", rel, vfs.Errno(err))
 	}
@@ -443,21 +599,30 @@ func (n *pnode) Symlink(ctx context.Context, name, target string) (vfs.Node, err
 	if err != nil {
 		return nil, err
 	}
-	if err := n.fs.r.Symlink(target, rel); err != nil {
+	d, last, err := n.fs.at("symlink", rel)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	if err := d.Symlink(target, last); err != nil {
 		return nil, vfs.Error("symlink", rel, vfs.Errno(err))
 	}
-	n.fs.giveToCaller(ctx, rel)
+	n.fs.giveToCaller(ctx, d, last)
 	return n.node(rel), nil
 }
 
-// listing snapshots a directory at open: offsets are positions in it, so
-// they keep their meaning however the directory changes meanwhile.
-func (p *Portable) listing(rel string) (vfs.Handle, error) {
-	f, err := p.r.Open(rel)
+// listing snapshots the directory name of d, which os.Lstat found as fi,
+// at open: offsets are positions in it, so they keep their meaning
+// however the directory changes meanwhile.
+func (p *Portable) listing(d *os.Root, name string, fi fs.FileInfo, rel string) (vfs.Handle, error) {
+	f, err := d.Open(name)
 	if err != nil {
 		return nil, vfs.Error("open", rel, vfs.Errno(err))
 	}
 	defer f.Close()
+	if got, err := f.Stat(); err != nil || !os.SameFile(fi, got) {
+		return nil, vfs.Error("open", rel, syscall.ENOENT) // swapped for a symlink meanwhile
+	}
 	ents, err := f.ReadDir(-1)
 	if err != nil {
 		return nil, vfs.Error("readdir", rel, vfs.Errno(err))

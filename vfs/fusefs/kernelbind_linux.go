@@ -14,6 +14,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gsvfs/gsvfs/vfs"
 )
 
 // A kernel bind lays a host directory over its own place in the mount
@@ -28,7 +30,9 @@ import (
 // mount(2) would follow it: root would lay the bind over the place it
 // points to. So a bind's place is opened beneath the mount's root without
 // following any symlink or crossing any other mount (openat2), the host
-// directory is cloned as a detached mount (open_tree), given the mount's
+// directory, as the tree serving it opens it from its own descriptor
+// (vfs.HostDirer), is cloned as a detached mount (open_tree), given the
+// mount's
 // nosuid,nodev, and moved onto that descriptor (move_mount). Each bind is
 // remembered as the mount it made: whether it is still there is asked by
 // its mount id, and it is taken off where the kernel says that mount lies,
@@ -39,7 +43,11 @@ import (
 // KernelBind is a host directory the kernel serves in the mount's place.
 type KernelBind struct {
 	Path string // where, inside the mount: absolute and clean ("/workspaces")
-	Dir  string // the host directory
+	Dir  string // the host directory, to know the bind by
+	// Tree is the tree that serves it: the bind is made from the
+	// descriptor it opens, never by walking Dir, which this package does
+	// not do (diskfs is the one that touches host paths).
+	Tree vfs.HostDirer
 }
 
 // kernelBinds are the binds a Mount has laid over itself, by path inside
@@ -47,10 +55,14 @@ type KernelBind struct {
 type kernelBinds struct {
 	mu   sync.Mutex
 	have map[string]laidBind
-	// root is the FUSE mount's id, learnt at the first bind: a bind is
-	// only ever laid on that mount, never on whatever is at its mount
-	// point once it is gone.
-	root uint64
+	// root is the FUSE mount's id, learnt as the mount is made (ownMount):
+	// a bind is only ever laid on that mount, never on whatever is at
+	// its mount point later, such as a user's own FUSE mount put there
+	// once this one is gone. 0: not learnt, and no bind is laid.
+	// unique is its id that the kernel never gives another mount
+	// (STATX_MNT_ID_UNIQUE, Linux 6.8; 0 before): root alone is given
+	// again to the next mount made once this one is gone.
+	root, unique uint64
 	// gone is set once the mount is being unmounted: no bind is laid
 	// after that.
 	gone bool
@@ -85,8 +97,9 @@ func (m *Mount) SetKernelBinds(want []KernelBind) error {
 		kb.have = make(map[string]laidBind)
 	}
 	wanted := make(map[string]string, len(want))
+	trees := make(map[string]vfs.HostDirer, len(want))
 	for _, b := range want {
-		wanted[b.Path] = b.Dir
+		wanted[b.Path], trees[b.Path] = b.Dir, b.Tree
 	}
 	root, err := m.openRoot()
 	if err != nil {
@@ -98,7 +111,7 @@ func (m *Mount) SetKernelBinds(want []KernelBind) error {
 		if _, ok := kb.have[p]; ok {
 			continue
 		}
-		b, err := bindOver(root, p, wanted[p])
+		b, err := bindOver(root, p, wanted[p], trees[p])
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -155,27 +168,56 @@ func (m *Mount) openRoot() (int, error) {
 	if err != nil {
 		return -1, &fs.PathError{Op: "kernel binds: open the mount", Path: m.Dir, Err: err}
 	}
-	id, err := mountID(fd)
-	var st unix.Statfs_t
-	if err == nil {
-		err = unix.Fstatfs(fd, &st)
-	}
-	if err == nil && (st.Type != unix.FUSE_SUPER_MAGIC || m.binds.root != 0 && id != m.binds.root) {
+	id, unique, err := fuseMountIDs(fd)
+	if err == nil && (m.binds.root == 0 || id != m.binds.root || unique != m.binds.unique) {
 		err = syscall.ESTALE
 	}
 	if err != nil {
 		unix.Close(fd)
 		return -1, &fs.PathError{Op: "kernel binds: the mount is no longer there", Path: m.Dir, Err: err}
 	}
-	m.binds.root = id
 	return fd, nil
 }
 
-// bindOver lays the host directory dir over p, found beneath the mount's
-// root. The place is reached through the mount itself, so this process
+// ownMount learns the ids of the FUSE mount this daemon has just made at
+// dir, before any bind: the mount the kernel binds may be laid on. They
+// are not learnt (no binds, then) where the kernel does not say.
+func (kb *kernelBinds) ownMount(dir string) {
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	if id, unique, err := fuseMountIDs(fd); err == nil {
+		kb.root, kb.unique = id, unique
+	}
+}
+
+// fuseMountIDs are the ids (see kernelBinds) of the FUSE mount fd is on;
+// ENODEV if it is on no FUSE mount.
+func fuseMountIDs(fd int) (id, unique uint64, err error) {
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(fd, &st); err != nil {
+		return 0, 0, err
+	}
+	if st.Type != unix.FUSE_SUPER_MAGIC {
+		return 0, 0, unix.ENODEV
+	}
+	if id, err = mountID(fd); err != nil {
+		return 0, 0, err
+	}
+	var stx unix.Statx_t
+	if unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_MNT_ID_UNIQUE, &stx) == nil && stx.Mask&unix.STATX_MNT_ID_UNIQUE != 0 {
+		unique = stx.Mnt_id
+	}
+	return id, unique, nil
+}
+
+// bindOver lays the host directory dir, which tree serves, over p, found
+// beneath the mount's root. The place is reached through the mount itself, so this process
 // serves its own lookups: go-fuse answers them from other goroutines
 // while this one waits.
-func bindOver(root int, p, dir string) (laidBind, error) {
+func bindOver(root int, p, dir string, tree vfs.HostDirer) (laidBind, error) {
 	if !path.IsAbs(dir) {
 		return laidBind{}, &fs.PathError{Op: "kernel bind of " + p + ": host directory", Path: dir, Err: fs.ErrInvalid}
 	}
@@ -193,7 +235,7 @@ func bindOver(root int, p, dir string) (laidBind, error) {
 		return laidBind{}, &fs.PathError{Op: "kernel bind: open its place in the mount", Path: p, Err: err}
 	}
 	defer unix.Close(target)
-	fd, id, err := cloneDir(dir)
+	fd, id, err := cloneDir(dir, tree)
 	if err != nil {
 		return laidBind{}, err
 	}
@@ -212,17 +254,20 @@ func bindOver(root int, p, dir string) (laidBind, error) {
 	return b, nil
 }
 
-// cloneDir makes a detached bind of the host directory dir, as the FUSE
-// mount is: no set-ID programs, no device nodes that open devices; and
-// private, so nothing mounted on one side shows on the other. It returns
-// the bind's descriptor and mount id.
-func cloneDir(dir string) (int, uint64, error) {
-	src, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+// cloneDir makes a detached bind of the host directory dir, which tree
+// opens, as the FUSE mount is: no set-ID programs, no device nodes that
+// open devices; and private, so nothing mounted on one side shows on the
+// other. It returns the bind's descriptor and mount id.
+func cloneDir(dir string, tree vfs.HostDirer) (int, uint64, error) {
+	if tree == nil {
+		return -1, 0, &fs.PathError{Op: "kernel bind: no tree opens the host directory", Path: dir, Err: fs.ErrInvalid}
+	}
+	src, err := tree.OpenHostDir()
 	if err != nil {
 		return -1, 0, &fs.PathError{Op: "kernel bind: open the host directory", Path: dir, Err: err}
 	}
-	defer unix.Close(src)
-	fd, err := unix.OpenTree(src, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
+	defer src.Close()
+	fd, err := unix.OpenTree(int(src.Fd()), "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
 	if err != nil {
 		if err == unix.EPERM {
 			return -1, 0, &fs.PathError{Op: "kernel bind (it needs root): clone", Path: dir, Err: err}

@@ -150,12 +150,14 @@ func New(dir string, root vfs.Node, opts Options) (*Mount, error) {
 	if err := fsrv.WaitMount(); err != nil {
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
 	}
+	m := &Mount{Dir: dir, fs: fsrv, srv: srv}
+	m.binds.ownMount(dir) // at once: the one mount kernel binds go on
 	if err := closeFuseOnExec(); err != nil {
 		fsrv.Unmount()
 		return nil, err
 	}
 	srv.startWatch(root)
-	return &Mount{Dir: dir, fs: fsrv, srv: srv}, nil
+	return m, nil
 }
 
 // closeFuseOnExec marks this process's descriptors of /dev/fuse
