@@ -28,7 +28,7 @@ type Options struct {
 	// DefaultTotalBurst if 0).
 	Rate, Burst           int
 	TotalRate, TotalBurst int
-	Clock       func() time.Time // time.Now if nil
+	Clock                 func() time.Time // time.Now if nil
 }
 
 // Dev is /dev, and the account of what /dev/log kept and dropped.
