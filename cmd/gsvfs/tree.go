@@ -115,7 +115,7 @@ type tree struct {
 	// table is the mount table behind root.
 	table *mounts.Table
 	// export is what the daemon serves to a gateway it joins: root less
-	// the refused paths.
+	// the refused paths and the local ones (localPaths).
 	export vfs.Node
 	// gateway shows the devices in /sys/devices and /mnt.
 	gateway *devices.Gateway
