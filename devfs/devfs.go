@@ -23,9 +23,12 @@ import (
 type Options struct {
 	Log *slog.Logger // where the lines of /dev/log go; slog.Default if nil
 	// Rate and Burst are each writer's share of the log: bytes a second,
-	// and at once (DefaultRate and DefaultBurst if 0).
-	Rate, Burst int
-	Clock       func() time.Time // time.Now if nil
+	// and at once (DefaultRate and DefaultBurst if 0). TotalRate and
+	// TotalBurst are all writers' together (DefaultTotalRate and
+	// DefaultTotalBurst if 0).
+	Rate, Burst           int
+	TotalRate, TotalBurst int
+	Clock                 func() time.Time // time.Now if nil
 }
 
 // Dev is /dev, and the account of what /dev/log kept and dropped.
@@ -74,16 +77,17 @@ const maxLogLine = 4096
 
 // logOpener gives each open of /dev/log a line buffer of its own: a line
 // is logged, with the writer's uid, once its newline comes, or at close,
-// unless the writer (the uid that opened it) is over its rate (lim).
+// unless the writer (the uid that opened it, on the connection it came
+// by) or all writers together are over their rate (lim).
 func logOpener(log *slog.Logger, lim *limiter) func(context.Context, int) (vfs.Handle, error) {
 	return func(ctx context.Context, _ int) (vfs.Handle, error) {
-		uid := int64(unknownWriter)
+		who := writer{peer: vfs.PeerFrom(ctx), uid: unknownWriter}
 		if c, ok := vfs.CallerFrom(ctx); ok {
-			uid = int64(c.Uid)
+			who.uid = int64(c.Uid)
 		}
 		w := &lineWriter{emit: func(line []byte) {
-			if lim.allow(uid, len(line)) {
-				log.Info("dev/log", "uid", uid, "line", string(line))
+			if lim.allow(who, len(line)) {
+				log.Info("dev/log", "uid", who.uid, "line", string(line))
 			}
 		}}
 		return vfs.FuncHandle{Write: w.write, Done: w.flush}, nil

@@ -150,7 +150,7 @@ func TestLogRateManyWriters(t *testing.T) {
 	l := newLimiter(Options{Log: slog.New(slog.DiscardHandler), Rate: 1, Burst: 1,
 		Clock: func() time.Time { return now }})
 	for uid := range int64(3 * maxWriters) {
-		l.allow(uid, 10)
+		l.allow(writer{uid: uid}, 10)
 	}
 	if got := len(l.buckets); got > maxWriters+1 {
 		t.Errorf("writers tracked: %d, want at most %d", got, maxWriters+1)
@@ -160,9 +160,57 @@ func TestLogRateManyWriters(t *testing.T) {
 		t.Errorf("lines kept from %d writers at once: %d, want at most %d", 3*maxWriters, got, most)
 	}
 	now = now.Add(time.Hour) // every allowance whole again
-	l.allow(1<<20, 10)
+	l.allow(writer{uid: 1 << 20}, 10)
 	if got := len(l.buckets); got > 2 {
 		t.Errorf("writers tracked once all were quiet: %d, want the newcomer's (and the shared one)", got)
+	}
+}
+
+// A 9P peer names any uid it likes: its writers are told apart by
+// connection and uid, so the same uid on another connection (another
+// peer, or the kernel's FUSE callers) keeps its own share, and whatever
+// the number of writers, all of them together get no more than the
+// daemon's total.
+func TestLogRatePeersAndTotal(t *testing.T) {
+	var out bytes.Buffer
+	now := time.Unix(1e9, 0)
+	const rate, burst, total = 1000, 10000, 50000
+	dev := New(Options{Log: slog.New(slog.NewTextHandler(&out, nil)), Rate: rate, Burst: burst,
+		TotalRate: rate, TotalBurst: total, Clock: func() time.Time { return now }})
+	line := strings.Repeat("a", 1000-lineCost-1) + "\n" // costs 999 with its overhead
+	as := func(peer uint64, uid uint32) context.Context {
+		ctx := vfs.WithCaller(context.Background(), vfs.Caller{Uid: uid, Gid: uid})
+		if peer != 0 {
+			ctx = vfs.WithPeer(ctx, peer)
+		}
+		return ctx
+	}
+	write := func(ctx context.Context, lines int) {
+		t.Helper()
+		h := open(t, dev.Root(), "log", os.O_WRONLY, ctx)
+		defer h.Close()
+		for range lines {
+			if n, err := h.WriteAt(ctx, []byte(line), 0); n != len(line) || err != nil {
+				t.Fatalf("write to /dev/log: %d, %v; want the whole line taken", n, err)
+			}
+		}
+	}
+	write(as(7, 1000), 20)
+	write(as(8, 1000), 3)
+	write(as(0, 1000), 3)
+	if got := dev.LogStats().Lines; got != burst/999+3+3 {
+		t.Errorf("uid 1000 on peer 7 (a flood), peer 8 and FUSE: %d lines kept, want %d", got, burst/999+3+3)
+	}
+	// One peer claims a thousand uids: the total holds.
+	for uid := range uint32(1000) {
+		write(as(9, uid), 10)
+	}
+	if got, most := dev.LogStats().Lines, int64(total/999); got > most {
+		t.Errorf("lines kept from a thousand writers at once: %d, want at most the total's %d", got, most)
+	}
+	st := dev.LogStats()
+	if st.Lines+st.DroppedLines != 20+3+3+1000*10 {
+		t.Errorf("lines counted: %+v, want every line kept or dropped", st)
 	}
 }
 
@@ -182,9 +230,9 @@ func BenchmarkLogLine(b *testing.B) {
 		rate int
 	}{{"kept", 1 << 40}, {"dropped", 1}} {
 		b.Run(c.name, func(b *testing.B) {
-			l := newLimiter(Options{Log: slog.New(slog.DiscardHandler), Rate: c.rate, Burst: 1})
+			l := newLimiter(Options{Log: slog.New(slog.DiscardHandler), Rate: c.rate, Burst: 1, TotalRate: c.rate, TotalBurst: 1})
 			for b.Loop() {
-				if l.allow(1000, len(line)) {
+				if l.allow(writer{uid: 1000}, len(line)) {
 					log.Info("dev/log", "uid", int64(1000), "line", string(line))
 				}
 			}

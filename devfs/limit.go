@@ -16,6 +16,15 @@ const (
 	DefaultBurst = 256 << 10
 )
 
+// The default share of the whole daemon: what all writers of /dev/log
+// together may add to the log, whatever the number of writers (users,
+// and the uids 9P peers claim), so that the log grows by at most 15 MiB
+// a minute.
+const (
+	DefaultTotalRate  = 256 << 10
+	DefaultTotalBurst = 2 << 20
+)
+
 // lineCost is what a line costs its writer beyond its own bytes: what
 // the log adds to each record (time, level, message, uid: some 75
 // bytes), so that a flood of empty lines is limited too.
@@ -26,12 +35,21 @@ const lineCost = 80
 // if that is not enough the newcomers share one allowance.
 const maxWriters = 4096
 
-// Writer ids that are no uid: one the edge did not name, and the shared
+// Writer uids that are no uid: one the edge did not name, and the shared
 // allowance of writers past maxWriters.
 const (
 	unknownWriter  = -1
 	overflowWriter = -2
 )
+
+// writer is whose allowance a line takes: a uid, as the edge it came by
+// names it (peer, vfs.PeerFrom: 0 for the kernel's callers through FUSE,
+// whose uids the kernel vouches for). A 9P peer may attach as any uid, so
+// its writers are told apart by connection too.
+type writer struct {
+	peer uint64
+	uid  int64
+}
 
 // LogStats counts what /dev/log was given: the lines kept, and those
 // dropped because their writer was over its rate, with their bytes.
@@ -40,19 +58,23 @@ type LogStats struct {
 	DroppedLines, DroppedBytes int64
 }
 
-// limiter gives each writer of /dev/log (a uid: opening the file again
-// gets no more) an allowance of bytes that refills at rate up to burst,
-// a token bucket. A line over the allowance is dropped, never waited
-// for: the writer's write succeeds, as with syslog.
+// limiter gives each writer of /dev/log (opening the file again gets no
+// more) an allowance of bytes that refills at rate up to burst, a token
+// bucket, and all of them together one more (total). A line over either
+// allowance is dropped, never waited for: the writer's write succeeds, as
+// with syslog.
 type limiter struct {
 	rate, burst float64
 	clock       func() time.Time
 	warn        *vfs.RateLog
 
 	mu      sync.Mutex
-	buckets map[int64]*bucket
-	swept   time.Time // when forgetWhole last ran
-	stats   LogStats
+	buckets map[writer]*bucket
+	total   bucket
+	// totalRate and totalBurst are the whole daemon's allowance.
+	totalRate, totalBurst float64
+	swept                 time.Time // when forgetWhole last ran
+	stats                 LogStats
 }
 
 type bucket struct {
@@ -70,19 +92,31 @@ func newLimiter(o Options) *limiter {
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
-	return &limiter{rate: float64(o.Rate), burst: float64(max(o.Burst, maxLogLine+lineCost)),
-		clock: o.Clock, warn: vfs.NewRateLog(o.Log, 10*time.Second), buckets: map[int64]*bucket{}}
+	if o.TotalRate <= 0 {
+		o.TotalRate = DefaultTotalRate
+	}
+	if o.TotalBurst <= 0 {
+		o.TotalBurst = DefaultTotalBurst
+	}
+	l := &limiter{rate: float64(o.Rate), burst: float64(max(o.Burst, maxLogLine+lineCost)),
+		totalRate: float64(o.TotalRate), totalBurst: float64(max(o.TotalBurst, maxLogLine+lineCost)),
+		clock: o.Clock, warn: vfs.NewRateLog(o.Log, 10*time.Second), buckets: map[writer]*bucket{}}
+	l.total = bucket{tokens: l.totalBurst, at: o.Clock()}
+	return l
 }
 
 // allow takes a line of n bytes from writer's allowance and reports
 // whether it may be logged, counting it either way.
-func (l *limiter) allow(writer int64, n int) bool {
+func (l *limiter) allow(w writer, n int) bool {
 	cost := float64(n + lineCost)
 	l.mu.Lock()
-	b := l.bucket(writer)
-	ok := b.tokens >= cost
+	now := l.clock()
+	b := l.bucket(w, now)
+	l.total.refill(now, l.totalRate, l.totalBurst)
+	ok := b.tokens >= cost && l.total.tokens >= cost
 	if ok {
 		b.tokens -= cost
+		l.total.tokens -= cost
 		l.stats.Lines++
 		l.stats.Bytes += int64(n)
 	} else {
@@ -91,35 +125,40 @@ func (l *limiter) allow(writer int64, n int) bool {
 	}
 	l.mu.Unlock()
 	if !ok {
-		l.warn.Warn("dev/log", "dev/log: a writer is over its rate; its lines are dropped",
-			"uid", writer, "rate", int(l.rate), "burst", int(l.burst))
+		l.warn.Warn("dev/log", "dev/log: a writer, or all of them, is over its rate; lines are dropped",
+			"uid", w.uid, "peer", w.peer, "rate", int(l.rate), "burst", int(l.burst), "total rate", int(l.totalRate))
 	}
 	return ok
 }
 
-// bucket returns writer's allowance, refilled for the time since it was
-// last used. The caller holds l.mu.
-func (l *limiter) bucket(writer int64) *bucket {
-	now := l.clock()
-	b := l.buckets[writer]
+// bucket returns w's allowance, refilled for the time since it was last
+// used. The caller holds l.mu.
+func (l *limiter) bucket(w writer, now time.Time) *bucket {
+	b := l.buckets[w]
 	if b == nil {
 		if len(l.buckets) >= maxWriters && now.Sub(l.swept) >= time.Second {
 			l.forgetWhole(now)
 		}
 		if len(l.buckets) >= maxWriters {
-			writer = overflowWriter
-			b = l.buckets[writer]
+			w = writer{uid: overflowWriter}
+			b = l.buckets[w]
 		}
 	}
 	if b == nil {
 		b = &bucket{tokens: l.burst, at: now}
-		l.buckets[writer] = b
+		l.buckets[w] = b
 	}
+	b.refill(now, l.rate, l.burst)
+	return b
+}
+
+// refill adds to b what rate gives back since it was last used, up to
+// burst.
+func (b *bucket) refill(now time.Time, rate, burst float64) {
 	if d := now.Sub(b.at); d > 0 {
-		b.tokens = min(l.burst, b.tokens+d.Seconds()*l.rate)
+		b.tokens = min(burst, b.tokens+d.Seconds()*rate)
 		b.at = now
 	}
-	return b
 }
 
 // forgetWhole drops the writers whose allowance has refilled entirely,

@@ -258,7 +258,8 @@ const linkIdle = time.Second
 // it is cut off: well under a client's own wait on the gateway
 // (ninep.DefaultFlushWait), so a bad device never costs the gateway's
 // clients their links. linkCallWait bounds any call but a read, a write
-// or an fsync: a device that looks alive but sits on a stat fails it.
+// or an fsync or a blocking lock: a device that looks alive but sits on a
+// stat fails it.
 const linkFlushWait, linkCallWait = 5 * time.Second, 15 * time.Second
 
 // Serve accepts links on l until it is closed.

@@ -168,7 +168,7 @@ func (t *Table) mountServer(ctx context.Context, b bindLine, r Resolvers) error 
 	if err != nil {
 		return fmt.Errorf("mount %s: %w", b.addr, err)
 	}
-	if err := t.MountAs(b.new, root, "9p "+b.addr); err != nil {
+	if err := t.mountLocal(b.new, root, "9p "+b.addr); err != nil {
 		closeServer()
 		return err
 	}

@@ -48,6 +48,8 @@ type Table struct {
 	// changes hands the paths of mounts and unmounts to OnChange's
 	// callers.
 	changes vfs.Feed[string]
+	// local are the prefixes no view shows (Local).
+	local []string
 }
 
 // mount is one backend served at a path.
@@ -57,6 +59,8 @@ type mount struct {
 	id    uint64
 	what  string // what is served, for the mount table in text
 	stats counters
+	// local marks a tree no view shows (mountLocal).
+	local bool
 }
 
 // counters count the calls on a tree, for /sys/stats.
@@ -98,6 +102,11 @@ func (t *Table) Mount(p string, root vfs.Node) error { return t.MountAs(p, root,
 // MountAs is Mount with a description of what root is ("disk
 // /var/lib/gsvfs/home", "device alpha"), shown by List.
 func (t *Table) MountAs(p string, root vfs.Node, what string) error {
+	return t.mount(p, root, what, false)
+}
+
+// mount is MountAs, the mount marked local (no view shows it) if local.
+func (t *Table) mount(p string, root vfs.Node, what string, local bool) error {
 	clean := path.Clean(p)
 	if !path.IsAbs(p) || clean != p {
 		return fmt.Errorf("mount path %q must be absolute and clean", p)
@@ -109,7 +118,7 @@ func (t *Table) MountAs(p string, root vfs.Node, what string) error {
 		return fmt.Errorf("mount %s: too many mounts", p)
 	}
 	old := t.mounts[p]
-	m := &mount{path: p, root: root, id: t.nextID, what: what}
+	m := &mount{path: p, root: root, id: t.nextID, what: what, local: local}
 	t.mounts[p] = m
 	t.mu.Unlock()
 	t.remounted(p, old, m)

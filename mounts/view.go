@@ -93,8 +93,9 @@ func (v *view) matches(p string) bool {
 	return false
 }
 
-// refuses reports whether p (a clean absolute path) is hidden by name.
-func (v *view) refuses(p string) bool { return v != nil && v.matches(p) }
+// refuses reports whether p (a clean absolute path) is hidden by name or
+// is local to the table (Local).
+func (v *view) refuses(p string) bool { return v != nil && (v.matches(p) || v.t.hidden(p)) }
 
 // refusesIn reports whether the entry name of the directory at dir,
 // which is host on the host ("" where no host directory serves it), is
@@ -104,7 +105,7 @@ func (v *view) refusesIn(dir, host, name string) bool {
 		return false
 	}
 	p := path.Join(dir, name)
-	if v.matches(p) {
+	if v.refuses(p) {
 		return true
 	}
 	if host == "" {

@@ -302,6 +302,24 @@ func CallerFrom(ctx context.Context) (Caller, bool) {
 	return c, ok
 }
 
+type peerKey struct{}
+
+// WithPeer returns a context naming the connection a request came by,
+// where an edge serves several peers whose word on the caller's uid no
+// kernel vouches for (a 9P server's connections): id is unique in the
+// process. Bounds kept per caller (the /dev/log rate) are kept per peer
+// and uid, so that a peer claiming many uids does not get many shares.
+func WithPeer(ctx context.Context, id uint64) context.Context {
+	return context.WithValue(ctx, peerKey{}, id)
+}
+
+// PeerFrom returns the peer named in ctx, 0 if none (FUSE: the kernel's
+// own callers).
+func PeerFrom(ctx context.Context) uint64 {
+	id, _ := ctx.Value(peerKey{}).(uint64)
+	return id
+}
+
 // MaxDirOffset is the largest directory offset a kernel accepts (a file
 // offset is signed). ext4 marks the end of a directory with it.
 const MaxDirOffset = 1<<63 - 1

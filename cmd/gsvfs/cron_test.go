@@ -41,11 +41,24 @@ func TestCrontab(t *testing.T) {
 	if err != nil || !strings.Contains(string(table), "@every 1s") || !strings.Contains(string(table), "completed exit 0") {
 		t.Errorf("/sys/cron: %q, %v", table, err)
 	}
-	// Taken away, the job stops.
-	os.WriteFile(d.Path("etc/crontab"), []byte("# nothing\n"), 0o644)
-	time.Sleep(1500 * time.Millisecond)
+	// Taken away, the job stops. Its line is replaced by another job's,
+	// whose runs show that the daemon went on running due jobs. Cron
+	// starts a run's session before it reads the crontab again, so once
+	// /sys/cron lacks the line every run of it has its session.
+	os.WriteFile(d.Path("etc/crontab"), []byte("@every 1s true\n"), 0o644)
+	if !waitFor(30*time.Second, func() bool {
+		b, err := os.ReadFile(d.Path("sys/cron"))
+		return err == nil && !strings.Contains(string(b), "echo") && strings.Contains(string(b), "true")
+	}) {
+		t.Fatalf("/sys/cron still shows the removed line after 30 s")
+	}
 	before, _ := filepath.Glob(d.Path("proc/cron-echo-*"))
-	time.Sleep(2 * time.Second)
+	if !waitFor(30*time.Second, func() bool {
+		others, _ := filepath.Glob(d.Path("proc/cron-true-*"))
+		return len(others) >= 3
+	}) {
+		t.Fatalf("the new job did not run three times in 30 s")
+	}
 	after, _ := filepath.Glob(d.Path("proc/cron-echo-*"))
 	if len(after) != len(before) {
 		t.Errorf("the job ran after its line was removed: %d sessions, then %d", len(before), len(after))

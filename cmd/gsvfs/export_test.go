@@ -330,3 +330,54 @@ func TestJoinTokenSources(t *testing.T) {
 		t.Errorf("serve --join-file with a 0644 file: %v, %q; want it refused, saying chmod 600", err, out)
 	}
 }
+
+// A device that is itself a gateway exports none of its own devices, nor
+// what it keeps about them, nor its settings: G, the gateway D joins,
+// does not reach X, D's device (and a shell on it), through D, even with
+// D's sessions on, nor change D's descriptions of its devices.
+func TestExportHidesOtherDevices(t *testing.T) {
+	g := startGateway(t)
+	dRoot := filepath.Join(t.TempDir(), "d")
+	d := g.join(t, dRoot, "d", nil, "--join", g.token(t, "d"), "--listen", "tls:127.0.0.1:0")
+	dSock := ninep.Address{Network: "unix", Addr: filepath.Join(d.Root, "gsvfs.sock")}
+	xRoot := filepath.Join(t.TempDir(), "x")
+	writeFiles(t, filepath.Join(xRoot, "workspaces"), "x-only")
+	xTok := joinToken(t, dRoot, "x", "127.0.0.1:"+gatewayPort(t, dRoot))
+	x := launch(t, &daemon{Root: xRoot}, "serve", "--root", xRoot, "--device", "x", "--join", xTok)
+	t.Cleanup(func() { x.stop(t) })
+	// D's own users see X, and a shell on it.
+	_, dTree := attach(t, dSock)
+	if !waitFor(15*time.Second, func() bool {
+		f, err := vfs.Walk(t.Context(), dTree, "mnt/x/proc/clone")
+		return err == nil && f != nil
+	}) {
+		t.Fatalf("x never joined d\n%s", x.log)
+	}
+	if got := readTree(t, dTree, "mnt/x/workspaces/x-only"); !strings.Contains(got, "secret") {
+		t.Fatalf("d reads %q in x's file", got)
+	}
+	// G sees D's own tree only.
+	for _, p := range []string{"mnt", "mnt/x", "mnt/x/proc", "mnt/x/workspaces/x-only", "sys/devices", "sys/devices/x", "sys/config"} {
+		if _, err := os.Stat(g.at("d", p)); !errors.Is(err, syscall.ENOENT) {
+			t.Errorf("stat /mnt/d/%s at the gateway: %v, want ENOENT", p, err)
+		}
+		if _, err := g.walk9p(t, path.Join("mnt/d", p)); err == nil {
+			t.Errorf("a 9P walk to /mnt/d/%s at the gateway worked", p)
+		}
+	}
+	if err := os.Mkdir(g.at("d", "mnt/x/proc/s"), 0o755); err == nil {
+		t.Errorf("the gateway made a session on d's device x")
+	}
+	if err := os.WriteFile(g.at("d", "sys/devices/x"), []byte(`{"description":"owned"}`), 0o644); err == nil {
+		t.Errorf("the gateway wrote d's description of x")
+	}
+	if got := readTree(t, dTree, "sys/devices/x"); strings.Contains(got, "owned") {
+		t.Errorf("d's descriptor of x was changed by the gateway: %s", got)
+	}
+	if got := ls(t, g.at("d", "sys")); slices.Contains(got, "devices") || slices.Contains(got, "config") || !slices.Contains(got, "version") {
+		t.Errorf("the gateway lists d's /sys as %v, want its facts without devices and config", got)
+	}
+	if got := ls(t, g.at("d", "")); slices.Contains(got, "mnt") || !slices.Contains(got, "workspaces") {
+		t.Errorf("the gateway lists d's root as %v, want no mnt", got)
+	}
+}

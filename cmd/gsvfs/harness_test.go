@@ -25,6 +25,9 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(stderrChildEnv) != "" {
+		os.Exit(m.Run()) // a test's child process: it runs no daemon
+	}
 	dir, err := os.MkdirTemp("", "gsvfs-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -33,9 +33,10 @@ func splitTLS(listen []string) (tlsAddrs, plain []string) {
 // startLinks opens the TLS listeners (devices join there, and gateways
 // added with `gsvfs device add` dial there) and, with --join, keeps the
 // daemon joined to its gateway. Every link a gateway uses is served the
-// export: the tree less the refused paths. It returns the listeners'
-// addresses, and a channel that yields why the joining ended if the
-// gateway refused this device for good (nil without --join).
+// export: the tree less the refused paths and the daemon's local ones
+// (localPaths). It returns the listeners' addresses, and a channel that
+// yields why the joining ended if the gateway refused this device for
+// good (nil without --join).
 func startLinks(ctx context.Context, root string, f serveFlags, tlsAddrs []string, t *tree) ([]string, <-chan error, error) {
 	id := t.gateway.Identity()
 	export := ninep.NewServer(t.export, ninep.ServerOptions{Log: slog.Default(), Fsid: t.fsid})

@@ -3,8 +3,9 @@ package main
 import (
 	"fmt"
 	"os"
-	"runtime/debug"
 	"sync"
+
+	"golang.org/x/sys/unix"
 )
 
 // maxLogFile is the size at which a background daemon's log file is
@@ -25,15 +26,17 @@ type logFile struct {
 	path string // the file out is; "" leaves it alone
 	max  int64
 	size int64
-	// crashes sends the runtime's own last words (a crash's trace) to
-	// the file in use; nil leaves them where they go.
-	crashes func(*os.File) error
+	// onto are the descriptors that were the log file when it was
+	// capped and are moved onto each new one, so that what is written
+	// to them directly (a panic's trace, the runtime's last words, a
+	// library's print) goes to the current log, not to an unlinked file
+	// no cap bounds.
+	onto []int
 }
 
-// daemonStderr is this process's stderr, for its log.
-var daemonStderr = &logFile{out: os.Stderr, crashes: func(f *os.File) error {
-	return debug.SetCrashOutput(f, debug.CrashOptions{})
-}}
+// daemonStderr is this process's stderr, for its log. A daemon in the
+// background has its stdout and stderr on the log file.
+var daemonStderr = &logFile{out: os.Stderr, onto: []int{1, 2}}
 
 // capAt makes the log file at path, which out already is, rotate at max
 // bytes.
@@ -60,9 +63,9 @@ func (l *logFile) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// rotate moves the log file to path.1 and writes on in a fresh one. The
-// descriptor given at start (stderr) stays open on the old file, for
-// whatever writes there directly, and is never closed.
+// rotate moves the log file to path.1 and writes on in a fresh one, onto
+// which it moves the descriptors of onto. The file given at start
+// (stderr) is never closed.
 func (l *logFile) rotate() error {
 	if err := os.Rename(l.path, l.path+".1"); err != nil {
 		return err
@@ -71,8 +74,10 @@ func (l *logFile) rotate() error {
 	if err != nil {
 		return err
 	}
-	if l.crashes != nil {
-		l.crashes(f)
+	for _, fd := range l.onto {
+		if err := unix.Dup2(int(f.Fd()), fd); err != nil {
+			fmt.Fprintf(f, "gsvfs: cannot move descriptor %d onto the log %s: %v\n", fd, l.path, err)
+		}
 	}
 	if l.out != os.Stderr {
 		l.out.Close()

@@ -115,7 +115,7 @@ type tree struct {
 	// table is the mount table behind root.
 	table *mounts.Table
 	// export is what the daemon serves to a gateway it joins: root less
-	// the refused paths.
+	// the refused paths and the local ones (localPaths).
 	export vfs.Node
 	// gateway shows the devices in /sys/devices and /mnt.
 	gateway *devices.Gateway
@@ -164,6 +164,10 @@ func buildTree(root string, o treeOptions) (*tree, error) {
 	if err := bindHostDirs(t, o.binds, hostDir); err != nil {
 		return nil, err
 	}
+	// The export is the device's own tree: never the other devices it
+	// reaches (a shell on each), nor the gateway owner's state and
+	// settings, whatever the binds and refusals say.
+	t.Local(localPaths...)
 	export, err := t.Refusing(exportRefused(o))
 	if err != nil {
 		return nil, err
@@ -244,6 +248,12 @@ var defaultRefused = []string{
 	"**/.pgpass", "**/.npmrc", "**/.pypirc",
 	"**/id_{rsa,dsa,ecdsa,ecdsa_sk,ed25519,ed25519_sk,xmss}",
 }
+
+// localPaths are the parts of the tree a daemon serves to its own users
+// only: the devices it is a gateway of (/mnt), what it keeps about them
+// (/sys/devices) and its writable settings (/sys/config). A peer that
+// joins or dials it gets the rights of its role, which are none of these.
+var localPaths = []string{"/mnt", "/sys/devices", "/sys/config"}
 
 // sessionFiles are what a daemon without sessions does not export
 // either: the crontab runs commands, and the namespace file binds any host

@@ -69,9 +69,10 @@ type ClientLimits struct {
 	// FlushWait bounds the wait for a flush's answer (DefaultFlushWait).
 	FlushWait time.Duration
 	// CallWait, if set, bounds the wait for the reply to any call but a
-	// read, a write or an fsync (which may rightly wait on the peer: a
-	// stream, a pipe, a slow disk): past it the call is flushed and
-	// fails with ETIMEDOUT. 0 leaves it to the caller's context.
+	// read, a write, an fsync or a blocking lock (which may rightly wait
+	// on the peer: a stream, a pipe, a slow disk, another lock's holder):
+	// past it the call is flushed and fails with ETIMEDOUT. 0 leaves it
+	// to the caller's context.
 	CallWait time.Duration
 }
 
@@ -115,9 +116,13 @@ func replySize(m Message) int64 {
 
 // callWait is how long m may wait for its reply, 0 for no bound.
 func (c *Client) callWait(m Message) time.Duration {
-	switch m.(type) {
+	switch m := m.(type) {
 	case *Tread, *Twrite, *Tfsync, *Tversion:
 		return 0
+	case *Tlock:
+		if m.Flags&LockFlagBlock != 0 {
+			return 0 // F_SETLKW waits for the holder, as long as it holds
+		}
 	}
 	return c.limits.CallWait
 }

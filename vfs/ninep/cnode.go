@@ -39,6 +39,9 @@ var (
 func (c *Client) newNode(fid uint32, q QID, uid uint32) *node {
 	n := &node{c: c, fid: fid, qid: q, uid: uid}
 	// A node nobody forgets explicitly gives its fid back when collected.
+	// A method sending n.fid keeps n alive until its call ends
+	// (runtime.KeepAlive): else a caller that holds the node nowhere else
+	// could see its fid clunked, or given to another file, mid-call.
 	n.cleanup = runtime.AddCleanup(n, c.clunkLater, fid)
 	return n
 }
@@ -60,6 +63,7 @@ func (n *node) Forget() {
 
 // clone walks a new fid to the same file, for opening or creating.
 func (n *node) clone(ctx context.Context) (uint32, error) {
+	defer runtime.KeepAlive(n) // see newNode
 	fid := n.c.newFid()
 	if _, err := do[*Rwalk](ctx, n.c, &Twalk{Fid: n.fid, NewFid: fid}); err != nil {
 		n.c.releaseFid(fid)
@@ -76,6 +80,7 @@ func (c *Client) releaseFid(fid uint32) {
 }
 
 func (n *node) Attr(ctx context.Context) (vfs.Attr, error) {
+	defer runtime.KeepAlive(n) // see newNode
 	return n.c.getattr(ctx, n.fid)
 }
 
@@ -102,6 +107,7 @@ func attrFromWire(r *Rgetattr) vfs.Attr {
 }
 
 func (n *node) SetAttr(ctx context.Context, s vfs.SetAttr) (vfs.Attr, error) {
+	defer runtime.KeepAlive(n) // see newNode
 	return n.c.setattr(ctx, n.fid, s)
 }
 
@@ -155,6 +161,7 @@ func (n *node) walkTo(ctx context.Context, name string) (vfs.Node, error) {
 // walkFid walks a new fid to the child name. On failure the fid number
 // is free again.
 func (n *node) walkFid(ctx context.Context, name string) (uint32, QID, error) {
+	defer runtime.KeepAlive(n) // see newNode
 	fid := n.c.newFid()
 	r, err := do[*Rwalk](ctx, n.c, &Twalk{Fid: n.fid, NewFid: fid, Names: []string{name}})
 	if err == nil && len(r.QIDs) != 1 {
@@ -231,6 +238,7 @@ func (n *node) Create(ctx context.Context, name string, flags int, mode uint32) 
 }
 
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32) (vfs.Node, error) {
+	defer runtime.KeepAlive(n) // see newNode
 	if err := vfs.CheckName("mkdir", name); err != nil {
 		return nil, err
 	}
@@ -241,6 +249,7 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32) (vfs.Node, e
 }
 
 func (n *node) Remove(ctx context.Context, name string, dir bool) error {
+	defer runtime.KeepAlive(n) // see newNode
 	if err := vfs.CheckName("remove", name); err != nil {
 		return err
 	}
@@ -276,10 +285,12 @@ func (n *node) removeByFid(ctx context.Context, name string, dir bool) error {
 }
 
 func (n *node) Rename(ctx context.Context, oldName string, newDir vfs.Node, newName string) error {
+	defer runtime.KeepAlive(n) // see newNode
 	to, ok := newDir.(*node)
 	if !ok || to.c != n.c {
 		return vfs.Error("rename", newName, syscall.EXDEV)
 	}
+	defer runtime.KeepAlive(to)
 	for _, name := range []string{oldName, newName} {
 		if err := vfs.CheckName("rename", name); err != nil {
 			return err
@@ -295,6 +306,7 @@ func (n *node) Rename(ctx context.Context, oldName string, newDir vfs.Node, newN
 // renameByFid is Rename for servers without Trenameat, as Linux's client
 // falls back: walk to the child and Trename it.
 func (n *node) renameByFid(ctx context.Context, oldName string, to *node, newName string) error {
+	defer runtime.KeepAlive(to)
 	fid, _, err := n.walkFid(ctx, oldName)
 	if err != nil {
 		return err
@@ -305,6 +317,7 @@ func (n *node) renameByFid(ctx context.Context, oldName string, to *node, newNam
 }
 
 func (n *node) Readlink(ctx context.Context) (string, error) {
+	defer runtime.KeepAlive(n) // see newNode
 	r, err := do[*Rreadlink](ctx, n.c, &Treadlink{Fid: n.fid})
 	if err != nil {
 		return "", asErr("readlink", err)
@@ -313,6 +326,7 @@ func (n *node) Readlink(ctx context.Context) (string, error) {
 }
 
 func (n *node) Symlink(ctx context.Context, name, target string) (vfs.Node, error) {
+	defer runtime.KeepAlive(n) // see newNode
 	if err := vfs.CheckName("symlink", name); err != nil {
 		return nil, err
 	}
@@ -323,10 +337,12 @@ func (n *node) Symlink(ctx context.Context, name, target string) (vfs.Node, erro
 }
 
 func (n *node) Link(ctx context.Context, target vfs.Node, name string) (vfs.Node, error) {
+	defer runtime.KeepAlive(n) // see newNode
 	t, ok := target.(*node)
 	if !ok || t.c != n.c {
 		return nil, vfs.Error("link", name, syscall.EXDEV)
 	}
+	defer runtime.KeepAlive(t)
 	if err := vfs.CheckName("link", name); err != nil {
 		return nil, err
 	}
@@ -337,6 +353,7 @@ func (n *node) Link(ctx context.Context, target vfs.Node, name string) (vfs.Node
 }
 
 func (n *node) Mknod(ctx context.Context, name string, mode uint32, rdev uint64) (vfs.Node, error) {
+	defer runtime.KeepAlive(n) // see newNode
 	if err := vfs.CheckName("mknod", name); err != nil {
 		return nil, err
 	}
@@ -350,6 +367,7 @@ func (n *node) Mknod(ctx context.Context, name string, mode uint32, rdev uint64)
 }
 
 func (n *node) StatFS(ctx context.Context) (vfs.StatFS, error) {
+	defer runtime.KeepAlive(n) // see newNode
 	r, err := do[*Rstatfs](ctx, n.c, &Tstatfs{Fid: n.fid})
 	if err != nil {
 		return vfs.StatFS{}, asErr("statfs", err)
@@ -372,6 +390,7 @@ func (n *node) ListXattr(ctx context.Context) ([]string, error) {
 
 // xattrRead walks a fid to an attribute (or the name list) and reads it.
 func (n *node) xattrRead(ctx context.Context, name string) ([]byte, error) {
+	defer runtime.KeepAlive(n) // see newNode
 	fid := n.c.newFid()
 	r, err := do[*Rxattrwalk](ctx, n.c, &Txattrwalk{Fid: n.fid, NewFid: fid, Name: name})
 	if err != nil {

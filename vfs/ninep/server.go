@@ -260,8 +260,12 @@ type request struct {
 	done   chan struct{}
 }
 
+// connIDs numbers the connections of every server in the process, for
+// vfs.WithPeer.
+var connIDs atomic.Uint64
+
 func newConn(s *Server, nc net.Conn) *conn {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(vfs.WithPeer(context.Background(), connIDs.Add(1)))
 	return &conn{
 		srv: s, nc: nc, rd: newFrameReader(nc), peer: identify(nc), ctx: ctx, cancel: cancel,
 		msize:    s.opts.MaxMsize,
