@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -57,6 +58,8 @@ type Client struct {
 	msize    uint32
 	liveness time.Duration
 	idle     time.Duration
+
+	extended bool // VersionExt negotiated; fixed before the client is returned
 
 	limits ClientLimits
 	tags   chan uint16         // free tags; a call's flush goes as tag+limits.Tags
@@ -149,20 +152,57 @@ func NewClient(ctx context.Context, nc net.Conn, opts ClientOptions) (*Client, e
 	go c.readLoop(opts.Msize)
 	go c.watch()
 	go c.clunker()
-	r, err := c.rpc(ctx, NoTag, &Tversion{Msize: opts.Msize, Version: Version})
-	if err != nil {
+	if err := c.negotiate(ctx, opts.Msize); err != nil {
 		c.Close()
 		return nil, err
 	}
-	defer r.release()
-	rv, ok := r.m.(*Rversion)
-	if !ok || rv.Version != Version || rv.Msize < minMsize || rv.Msize > opts.Msize {
-		c.Close()
-		return nil, fmt.Errorf("9p: server does not speak %s", Version)
-	}
-	c.msize = rv.Msize
 	return c, nil
 }
+
+// negotiate offers VersionExt and settles for plain 9P2000.L: a server
+// may answer 9P2000.L itself (as a refinement it does not know allows),
+// "unknown" (hugelgupf/p9 does) or an error (diod answers Rlerror EIO),
+// and is then asked again for 9P2000.L alone.
+func (c *Client) negotiate(ctx context.Context, msize uint32) error {
+	got, err := c.version(ctx, msize, VersionExt)
+	var errno syscall.Errno
+	if err == nil && got == "unknown" || errors.As(err, &errno) {
+		got, err = c.version(ctx, msize, Version)
+	}
+	switch {
+	case err != nil:
+		return err
+	case got != Version && got != VersionExt:
+		return fmt.Errorf("9p: server does not speak %s (it answered %q)", Version, got)
+	}
+	c.extended = got == VersionExt
+	return nil
+}
+
+// version sends one Tversion and returns the version answered; an
+// msize out of bounds is an error.
+func (c *Client) version(ctx context.Context, msize uint32, offer string) (string, error) {
+	r, err := c.rpc(ctx, NoTag, &Tversion{Msize: msize, Version: offer})
+	if err != nil {
+		return "", err
+	}
+	defer r.release()
+	rv, ok := r.m.(*Rversion)
+	if !ok {
+		return "", fmt.Errorf("9p: reply type %d to Tversion", r.m.msgType())
+	}
+	if rv.Version != "unknown" && (rv.Msize < minMsize || rv.Msize > msize) {
+		return "", fmt.Errorf("9p: server offers msize %d (asked %d)", rv.Msize, msize)
+	}
+	if rv.Version != "unknown" {
+		c.msize = rv.Msize
+	}
+	return strings.Clone(rv.Version), nil
+}
+
+// Extended says whether the server is gsvfs and agreed to its
+// extensions (VersionExt); false for a plain 9P2000.L server.
+func (c *Client) Extended() bool { return c.extended }
 
 // Msize is the negotiated message size.
 func (c *Client) Msize() uint32 { return c.msize }

@@ -240,6 +240,9 @@ type conn struct {
 	wmu       sync.Mutex // serialises replies
 	msize     uint32     // set by Tversion before any other request runs
 	versioned bool       // a Tversion succeeded; only the current reader uses it
+	// extended: Tversion negotiated VersionExt, so the peer is gsvfs and
+	// may send the extension messages.
+	extended atomic.Bool
 
 	mem   memory       // this connection's share of the server's
 	opens atomic.Int64 // open files (fids holding a handle)
@@ -465,12 +468,17 @@ func (c *conn) version(tag uint16, tv *Tversion) {
 	// as hugelgupf/p9's client does first); the server answers with the
 	// base version, as Tversion allows, rather than "unknown".
 	offered := tv.Version == Version || strings.HasPrefix(tv.Version, Version+".")
+	c.extended.Store(false)
 	if !offered || rv.Msize < minMsize {
 		rv.Version = "unknown"
 		rv.Msize = c.srv.opts.MaxMsize
 		c.msize = 0
 	} else {
 		c.msize = rv.Msize
+		if tv.Version == VersionExt {
+			rv.Version = VersionExt
+			c.extended.Store(true)
+		}
 	}
 	c.reply(tag, rv, nil)
 }
