@@ -26,6 +26,8 @@ type rogue struct {
 	readSize int
 	loop     uint64 // if set, directory offsets wrap to 0 after it
 	held     atomic.Int64
+	// watch, if set, answers Twatch (else EOPNOTSUPP).
+	watch func(*Twatch) Message
 }
 
 func (r *rogue) serve(t *testing.T) Address { return acceptEach(t, r.conn) }
@@ -76,6 +78,10 @@ func (r *rogue) answer(m Message) Message {
 		return &Rflush{}
 	case *Tclunk:
 		return &Rclunk{}
+	case *Twatch:
+		if r.watch != nil {
+			return r.watch(m)
+		}
 	}
 	return &Rlerror{uint32(syscall.EOPNOTSUPP)}
 }

@@ -2,7 +2,6 @@ package ninep
 
 import (
 	"fmt"
-	"net"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -84,76 +83,57 @@ func TestWatchBacklogBounded(t *testing.T) {
 	}
 }
 
-// floodServer is a rogue gsvfs peer: it answers every Twatch at once
-// with as many changes as the reply may hold, each of a file never seen,
-// and counts the Twatches it holds at a time.
-type floodServer struct {
-	waiting, most atomic.Int64
-	batches       atomic.Int64
+// flood answers every Twatch at once with as many changes as the reply
+// may hold, each of a file never seen (a rogue gsvfs peer's part).
+type flood struct {
+	batches atomic.Int64
+	next    atomic.Uint64
 }
 
-func (f *floodServer) conn(nc net.Conn) {
-	rd := newFrameReader(nc)
-	var next uint64
-	for {
-		bp, err := readFrame(rd, DefaultMaxMsize)
-		if err != nil {
-			return
+func (f *flood) batch(m *Twatch) Message {
+	w := &Rwatch{}
+	for size := headerSize + 2; ; {
+		n := f.next.Add(1)
+		c := vfs.Change{Dir: n, Name: fmt.Sprintf("flood-%012d", n), Attr: vfs.Attr{Ino: n + 1, Mode: syscall.S_IFREG}}
+		if size += changeSize(c); size > int(m.Count) {
+			break
 		}
-		tag, m, err := decodeFrame(*bp)
-		if err != nil {
-			return
-		}
-		var r Message
-		switch m := m.(type) {
-		case *Tversion:
-			r = &Rversion{*m}
-		case *Tattach:
-			r = &Rattach{rqid{QID{Type: QTDir, Path: 1}}}
-		case *Twalk:
-			r = &Rwalk{}
-		case *Twatch:
-			f.most.Store(max(f.most.Load(), f.waiting.Add(1)))
-			w := &Rwatch{}
-			for size := headerSize + 2; ; next++ {
-				c := vfs.Change{Dir: next, Name: fmt.Sprintf("flood-%012d", next), Attr: vfs.Attr{Ino: next + 1, Mode: syscall.S_IFREG}}
-				if size += changeSize(c); size > int(m.Count) {
-					break
-				}
-				w.Changes = append(w.Changes, c)
-			}
-			f.waiting.Add(-1)
-			f.batches.Add(1)
-			r = w
-		default:
-			r = &Rlerror{uint32(syscall.EOPNOTSUPP)}
-		}
-		if _, err := nc.Write(appendFrame(nil, tag, r)); err != nil {
-			return
-		}
+		w.Changes = append(w.Changes, c)
 	}
+	f.batches.Add(1)
+	return w
 }
 
 // TestNoticeFloodBounded: a peer that streams changes as fast as it may
 // makes the client hold one batch at a time, whatever its watchers do
 // (a slow one here), and the cache stays within its bound.
 func TestNoticeFloodBounded(t *testing.T) {
-	f := &floodServer{}
-	c, root := dial(t, acceptEach(t, f.conn), "")
+	f := &flood{}
+	c, root := dial(t, (&rogue{watch: f.batch}).serve(t), "")
 	var seen atomic.Int64
 	stop := root.(vfs.Watcher).Watch(func(cs []vfs.Change) {
 		seen.Add(int64(len(cs)))
 		time.Sleep(time.Millisecond) // a slow watcher
 	})
 	defer stop()
-	waitUntil(t, "200 batches", func() bool { return f.batches.Load() >= 200 })
+	// The Twatches the client keeps waiting, sampled as it goes.
+	most := 0
+	flooded := func(n int64) func() bool {
+		return func() bool {
+			c.mu.Lock()
+			most = max(most, c.polls)
+			c.mu.Unlock()
+			return f.batches.Load() >= n
+		}
+	}
+	waitUntil(t, "200 batches", flooded(200))
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	waitUntil(t, "200 more batches", func() bool { return f.batches.Load() >= 400 })
+	waitUntil(t, "200 more batches", flooded(400))
 	runtime.GC()
 	runtime.ReadMemStats(&after)
-	if most := f.most.Load(); most > 1 {
+	if most > 1 {
 		t.Errorf("the client kept %d Twatches waiting at once, want 1", most)
 	}
 	if n := c.Notices().Cached; n > DefaultCacheSize {
