@@ -3,6 +3,7 @@ package ninep
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gsvfs/gsvfs/vfs"
 )
@@ -72,11 +73,37 @@ func (c *Client) pollNotices(fid uint32) {
 		c.cache.notify(false)
 		c.notices.feed.Send([]vfs.Change{{Lost: true}})
 	}()
+	asked := time.Now()
 	for {
 		c.noticed(r.Changes)
+		if !c.pace(asked) {
+			return
+		}
+		asked = time.Now()
 		if r, err = do[*Rwatch](c.life, c, &Twatch{Fid: fid, Count: c.watchCount()}); err != nil {
 			return
 		}
+	}
+}
+
+// noticePace is the least time between two Twatches: a peer streaming
+// changes (or losses, which drop every cache) as fast as it can gets at
+// most 200 batches a second of the client's work.
+const noticePace = 5 * time.Millisecond
+
+// pace waits out noticePace from since; false if the connection ended.
+func (c *Client) pace(since time.Time) bool {
+	wait := noticePace - time.Since(since)
+	if wait <= 0 {
+		return true
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-c.dead:
+		return false
 	}
 }
 
