@@ -14,7 +14,7 @@ import (
 // EHOSTDOWN, and /mnt/ID itself stats as the device's root last did
 // online, kept in the store so that it survives a gateway restart.
 func (g *Gateway) deviceRoot(id string) vfs.Node {
-	return relink.New(relink.Options{
+	t := relink.New(relink.Options{
 		Where: "/mnt/" + id,
 		Current: func() *relink.Link {
 			if r := g.link(id); r != nil {
@@ -24,7 +24,16 @@ func (g *Gateway) deviceRoot(id string) vfs.Node {
 		},
 		Known:    rootAttrOf(g.store.LastRoot(id)),
 		Remember: func(a vfs.Attr) { g.rememberRoot(id, a) },
-	}).Root()
+	})
+	g.trees.Store(id, t)
+	return t.Root()
+}
+
+// relinked tells device id's tree that its link changed (nil: offline).
+func (g *Gateway) relinked(id string) {
+	if t, ok := g.trees.Load(id); ok {
+		t.(*relink.Tree).Relinked()
+	}
 }
 
 // rememberRoot keeps the attributes of device id's root as read on a new

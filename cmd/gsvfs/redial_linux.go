@@ -31,6 +31,8 @@ type redialer struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	tree *relink.Tree
+
 	mu     sync.Mutex
 	client *ninep.Client
 	link   *relink.Link // nil while the server is away
@@ -49,9 +51,9 @@ func redialTree(a ninep.Address) (vfs.Node, func(), error) {
 	}
 	r.client, r.link = c, &relink.Link{Root: root}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
+	r.tree = relink.New(relink.Options{Where: "/", Current: r.current})
 	go r.keep(c)
-	tree := relink.New(relink.Options{Where: "/", Current: r.current})
-	return tree.Root(), r.close, nil
+	return r.tree.Root(), r.close, nil
 }
 
 func (r *redialer) current() *relink.Link {
@@ -135,12 +137,14 @@ func serverUid(nc net.Conn) (int, error) {
 // closes it.
 func (r *redialer) set(c *ninep.Client, link *relink.Link) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if c != nil && r.ctx.Err() != nil {
+		r.mu.Unlock()
 		c.Close()
 		return
 	}
 	r.client, r.link = c, link
+	r.mu.Unlock()
+	r.tree.Relinked() // the tree's watchers follow the new connection
 }
 
 // close ends the redialling and the connection of the moment.

@@ -52,6 +52,8 @@ type Tree struct {
 	mu    sync.Mutex
 	last  vfs.Attr // the root's, as last read (or Known)
 	noted *Link    // the link the root's attributes were last remembered on
+
+	relay relay // the watchers of the tree (watch.go)
 }
 
 // New makes the tree that o.Current's links lead to.

@@ -110,6 +110,8 @@ func replySize(m Message) int64 {
 		return int64(m.Count) + clientIOHeader
 	case *Treaddir:
 		return int64(m.Count) + clientIOHeader
+	case *Twatch:
+		return int64(m.Count)
 	}
 	return smallReply
 }
@@ -119,6 +121,8 @@ func (c *Client) callWait(m Message) time.Duration {
 	switch m := m.(type) {
 	case *Tread, *Twrite, *Tfsync, *Tversion:
 		return 0
+	case *Twatch:
+		return 0 // a Twatch waits for changes, as long as there are none
 	case *Tlock:
 		if m.Flags&LockFlagBlock != 0 {
 			return 0 // F_SETLKW waits for the holder, as long as it holds

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -39,6 +40,9 @@ type ClientOptions struct {
 	Idle time.Duration
 	// Limits bound what the server can make the client hold.
 	Limits ClientLimits
+	// CacheSize bounds the cache of what the server said, in entries
+	// (DefaultCacheSize if 0).
+	CacheSize int
 	// OverBound, if set, is told the first time a listing of this
 	// connection goes past its bound (the listing fails with EFBIG;
 	// the connection is kept), so the owner can log it once.
@@ -57,6 +61,10 @@ type Client struct {
 	msize    uint32
 	liveness time.Duration
 	idle     time.Duration
+
+	extended bool // VersionExt negotiated; fixed before the client is returned
+	notices  notices
+	cache    *cache
 
 	limits ClientLimits
 	tags   chan uint16         // free tags; a call's flush goes as tag+limits.Tags
@@ -77,6 +85,7 @@ type Client struct {
 	probeAt  time.Time // when the outstanding probe went out; zero if none
 	probing  bool      // a probe is on its way out
 	sending  int       // frames being written now
+	polls    int       // pending Twatches (waiter.poll), not counted as waiting
 	err      error     // set once the connection is dead
 	dead     chan struct{}
 }
@@ -108,6 +117,9 @@ type waiter struct {
 	fch chan reply // the Rflush, once flushed
 	mem int64      // reply memory reserved
 	out int        // frames still awaited; the tag is free again at 0
+	// poll: a Twatch, which the server answers only when something
+	// changes, so its wait is no sign of a dead server.
+	poll bool
 }
 
 // Dial connects to a (unix:PATH or tcp:HOST:PORT), negotiates the
@@ -139,7 +151,7 @@ func NewClient(ctx context.Context, nc net.Conn, opts ClientOptions) (*Client, e
 		nc: nc, msize: opts.Msize, liveness: opts.Liveness, idle: opts.Idle,
 		limits: l, tags: make(chan uint16, l.Tags), mem: semaphore.NewWeighted(l.Memory),
 		clunks: make(chan uint32, l.Clunks), overBound: opts.OverBound,
-		pending: map[uint16]*waiter{}, lastRecv: time.Now(),
+		pending: map[uint16]*waiter{}, lastRecv: time.Now(), cache: newCache(opts.CacheSize),
 		dead: make(chan struct{}),
 	}
 	c.life, c.endLife = context.WithCancel(context.Background())
@@ -149,20 +161,57 @@ func NewClient(ctx context.Context, nc net.Conn, opts ClientOptions) (*Client, e
 	go c.readLoop(opts.Msize)
 	go c.watch()
 	go c.clunker()
-	r, err := c.rpc(ctx, NoTag, &Tversion{Msize: opts.Msize, Version: Version})
-	if err != nil {
+	if err := c.negotiate(ctx, opts.Msize); err != nil {
 		c.Close()
 		return nil, err
 	}
-	defer r.release()
-	rv, ok := r.m.(*Rversion)
-	if !ok || rv.Version != Version || rv.Msize < minMsize || rv.Msize > opts.Msize {
-		c.Close()
-		return nil, fmt.Errorf("9p: server does not speak %s", Version)
-	}
-	c.msize = rv.Msize
 	return c, nil
 }
+
+// negotiate offers VersionExt and settles for plain 9P2000.L: a server
+// may answer 9P2000.L itself (as a refinement it does not know allows),
+// "unknown" (hugelgupf/p9 does) or an error (diod answers Rlerror EIO),
+// and is then asked again for 9P2000.L alone.
+func (c *Client) negotiate(ctx context.Context, msize uint32) error {
+	got, err := c.version(ctx, msize, VersionExt)
+	var errno syscall.Errno
+	if err == nil && got == "unknown" || errors.As(err, &errno) {
+		got, err = c.version(ctx, msize, Version)
+	}
+	switch {
+	case err != nil:
+		return err
+	case got != Version && got != VersionExt:
+		return fmt.Errorf("9p: server does not speak %s (it answered %q)", Version, got)
+	}
+	c.extended = got == VersionExt
+	return nil
+}
+
+// version sends one Tversion and returns the version answered; an
+// msize out of bounds is an error.
+func (c *Client) version(ctx context.Context, msize uint32, offer string) (string, error) {
+	r, err := c.rpc(ctx, NoTag, &Tversion{Msize: msize, Version: offer})
+	if err != nil {
+		return "", err
+	}
+	defer r.release()
+	rv, ok := r.m.(*Rversion)
+	if !ok {
+		return "", fmt.Errorf("9p: reply type %d to Tversion", r.m.msgType())
+	}
+	if rv.Version != "unknown" && (rv.Msize < minMsize || rv.Msize > msize) {
+		return "", fmt.Errorf("9p: server offers msize %d (asked %d)", rv.Msize, msize)
+	}
+	if rv.Version != "unknown" {
+		c.msize = rv.Msize
+	}
+	return strings.Clone(rv.Version), nil
+}
+
+// Extended says whether the server is gsvfs and agreed to its
+// extensions (VersionExt); false for a plain 9P2000.L server.
+func (c *Client) Extended() bool { return c.extended }
 
 // Msize is the negotiated message size.
 func (c *Client) Msize() uint32 { return c.msize }
@@ -261,6 +310,9 @@ func (c *Client) settle(tag uint16, w *waiter) {
 		return
 	}
 	delete(c.pending, tag)
+	if tag == w.tag && w.poll {
+		c.polls--
+	}
 	if w.out--; w.out == 0 && w.tag != NoTag {
 		c.tags <- w.tag // never blocks: each tag comes back once
 	}
@@ -307,9 +359,10 @@ func (c *Client) health(now time.Time) healthState {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	quiet := now.Sub(c.lastRecv)
-	idleQuiet := len(c.pending) == 0 && (c.idle == 0 || quiet < c.idle) && c.probeAt.IsZero()
+	waiting := len(c.pending) - c.polls
+	idleQuiet := waiting == 0 && (c.idle == 0 || quiet < c.idle) && c.probeAt.IsZero()
 	switch {
-	case c.sending > 0 || idleQuiet || len(c.pending) > 0 && quiet < c.liveness:
+	case c.sending > 0 || idleQuiet || waiting > 0 && quiet < c.liveness:
 		return healthy
 	case c.probeAt.IsZero() && !c.probing:
 		c.probing = true
@@ -382,10 +435,13 @@ func (c *Client) register(ctx context.Context, tag uint16, m Message) (*waiter, 
 	if c.err != nil {
 		return nil, c.err
 	}
-	if len(c.pending) == 0 {
+	if len(c.pending) == c.polls {
 		c.lastRecv = time.Now() // the server's silence counts from now
 	}
 	c.pending[tag] = w
+	if _, w.poll = m.(*Twatch); w.poll {
+		c.polls++
+	}
 	return w, nil
 }
 
@@ -574,6 +630,7 @@ func (c *Client) Attach(ctx context.Context, uname, aname string, uid uint32) (v
 		c.mu.Unlock()
 		return nil, err
 	}
+	c.startNotices(fid)
 	return c.newNode(fid, r.QID, uid), nil
 }
 

@@ -591,15 +591,18 @@ func runPeerOps(t *testing.T, ops []peerOp, newRoot func(t *testing.T) vfs.Node)
 	}
 }
 
-// TestVersionNegotiation: a client offering a refinement of 9P2000.L
-// (hugelgupf/p9's "9P2000.L.Google.N") gets 9P2000.L; anything else gets
-// "unknown".
+// TestVersionNegotiation: gsvfs's own refinement gets itself back; a
+// client offering another refinement of 9P2000.L (hugelgupf/p9's
+// "9P2000.L.Google.N", a later gsvfs's) gets 9P2000.L; anything else
+// gets "unknown".
 func TestVersionNegotiation(t *testing.T) {
 	_, addr := serve(t, newDisk(t))
 	tests := []struct{ offer, want string }{
 		{"9P2000.L", "9P2000.L"},
 		{"9P2000.L.Google.7", "9P2000.L"},
 		{"9P2000.L.Google.0", "9P2000.L"},
+		{"9P2000.L.gsvfs1", "9P2000.L.gsvfs1"},
+		{"9P2000.L.gsvfs2", "9P2000.L"},
 		{"9P2000.u", "unknown"},
 		{"9P2000", "unknown"},
 		{"9P2000.Lx", "unknown"},
@@ -621,6 +624,42 @@ func TestVersionNegotiation(t *testing.T) {
 	}
 }
 
+// TestExtensionsNegotiated: our client gets the gsvfs extensions from our
+// server and falls back to plain 9P2000.L, still working, with diod and
+// hugelgupf/p9's server, which answer "unknown" to the offer.
+func TestExtensionsNegotiated(t *testing.T) {
+	peers := []struct {
+		name string
+		want bool
+		dial func(t *testing.T) (*Client, vfs.Node)
+	}{
+		{"ours", true, func(t *testing.T) (*Client, vfs.Node) {
+			_, addr := serve(t, newDisk(t))
+			return dialPeer(t, addr, "")
+		}},
+		{"diod", false, func(t *testing.T) (*Client, vfs.Node) {
+			addr, dir := startDiod(t)
+			return dialPeer(t, addr, dir)
+		}},
+		{"p9", false, func(t *testing.T) (*Client, vfs.Node) {
+			addr, _ := serveP9Addr(t)
+			return dialPeer(t, addr, "")
+		}},
+	}
+	for _, p := range peers {
+		t.Run(p.name, func(t *testing.T) {
+			c, root := p.dial(t)
+			if got := c.Extended(); got != p.want {
+				t.Errorf("Extended: got %v, want %v", got, p.want)
+			}
+			iopFile(t, root, "f", "hello")
+			if got := iopContent(t, root, "f"); got != "hello" {
+				t.Errorf("read back: got %q, want %q", got, "hello")
+			}
+		})
+	}
+}
+
 // ---- our client against p9's server ----
 
 // umaskMu serialises the tests that let p9's localfs set the process
@@ -630,6 +669,14 @@ var umaskMu sync.Mutex
 // serveP9 serves a fresh temp dir with p9's localfs on a unix socket and
 // attaches our client to it. It returns the root and the host directory.
 func serveP9(t *testing.T) (vfs.Node, string) {
+	t.Helper()
+	addr, dir := serveP9Addr(t)
+	return dialAndAttach(t, addr, "", ClientOptions{}), dir
+}
+
+// serveP9Addr serves a fresh temp dir with p9's localfs on a unix socket
+// and returns the socket's address and the host directory.
+func serveP9Addr(t *testing.T) (Address, string) {
 	t.Helper()
 	dir := t.TempDir()
 	sock := filepath.Join(t.TempDir(), "p9.sock")
@@ -651,11 +698,25 @@ func serveP9(t *testing.T) (vfs.Node, string) {
 			t.Errorf("p9 server did not stop within %v", fuzzHangBound)
 		}
 	})
-	return dialAndAttach(t, Address{"unix", sock}, "", ClientOptions{}), dir
+	return Address{"unix", sock}, dir
+}
+
+// dialPeer connects our client with default options and attaches to
+// aname as root (uid 0).
+func dialPeer(t *testing.T, addr Address, aname string) (*Client, vfs.Node) {
+	t.Helper()
+	return dialClient(t, addr, aname, ClientOptions{})
 }
 
 // dialAndAttach connects our client and attaches to aname as root (uid 0).
 func dialAndAttach(t *testing.T, addr Address, aname string, opts ClientOptions) vfs.Node {
+	t.Helper()
+	_, root := dialClient(t, addr, aname, opts)
+	return root
+}
+
+// dialClient is dialAndAttach returning the client too.
+func dialClient(t *testing.T, addr Address, aname string, opts ClientOptions) (*Client, vfs.Node) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), fuzzHangBound)
 	defer cancel()
@@ -668,7 +729,7 @@ func dialAndAttach(t *testing.T, addr Address, aname string, opts ClientOptions)
 	if err != nil {
 		t.Fatalf("attach %q: %v", aname, err)
 	}
-	return root
+	return c, root
 }
 
 // lockUmask holds umaskMu for the test and restores the umask after it.

@@ -45,6 +45,8 @@ func (c *conn) dispatch(ctx context.Context, m Message) Message {
 		r, err = c.fsync(ctx, m)
 	case *Tclunk:
 		r, err = c.clunk(ctx, m)
+	case *Twatch:
+		r, err = c.twatch(ctx, m)
 	case *Tremove:
 		r, err = c.remove(ctx, m)
 	case *Tmkdir:
@@ -191,6 +193,9 @@ func (c *conn) getattr(ctx context.Context, m *Tgetattr) (Message, error) {
 		a, err := f.attrOf(ctx)
 		if err != nil {
 			return nil, err
+		}
+		if c.extended.Load() {
+			return extAttrToWire(a), nil
 		}
 		return attrToWire(a), nil
 	})

@@ -63,10 +63,35 @@ const (
 	msgRremove      = 123
 )
 
+// Message types 200 to 239 are reserved for gsvfs's extensions of
+// 9P2000.L, which a connection may use only once Tversion negotiated
+// VersionExt: a plain peer never sees them. Each request is T, its reply
+// T+1; the numbers are fixed once released, new ones take the next pair.
+const (
+	// msgTwatch asks for the next batch of changes to the tree (a long
+	// poll: the server answers when it has some).
+	msgTwatch = 200
+	msgRwatch = 201
+	// Readdir with each entry's attributes.
+	msgTreaddirplus = 202
+	msgRreaddirplus = 203
+	// Walk that also returns the attributes of the file reached.
+	msgTwalkgetattr = 204
+	msgRwalkgetattr = 205
+	// Clunk of many fids in one request.
+	msgTclunkmany = 206
+	msgRclunkmany = 207
+)
+
 // Protocol constants.
 const (
-	// Version is the only protocol version gsvfs speaks.
+	// Version is the protocol gsvfs speaks with every peer.
 	Version = "9P2000.L"
+	// VersionExt is 9P2000.L with gsvfs's extensions (message types 200
+	// to 239). A gsvfs client offers it; a gsvfs server answers it back,
+	// any other server answers Version or "unknown", and the client
+	// then speaks plain 9P2000.L.
+	VersionExt = Version + ".gsvfs1"
 	// NoTag is the tag of Tversion.
 	NoTag uint16 = 0xffff
 	// NoFid means "no fid" (an attach without authentication).

@@ -240,6 +240,10 @@ type conn struct {
 	wmu       sync.Mutex // serialises replies
 	msize     uint32     // set by Tversion before any other request runs
 	versioned bool       // a Tversion succeeded; only the current reader uses it
+	// extended: Tversion negotiated VersionExt, so the peer is gsvfs and
+	// may send the extension messages.
+	extended atomic.Bool
+	watch    connWatch // the changes a Twatch waits for
 
 	mem   memory       // this connection's share of the server's
 	opens atomic.Int64 // open files (fids holding a handle)
@@ -364,7 +368,7 @@ func mayBlock(ctx context.Context, n vfs.Node) {
 // wait for another request).
 func mayInline(m Message) bool {
 	switch m.(type) {
-	case *Tread, *Twrite, *Tlopen, *Tfsync, *Tlock, *Tflush:
+	case *Tread, *Twrite, *Tlopen, *Tfsync, *Tlock, *Tflush, *Twatch:
 		return false
 	}
 	return true
@@ -464,17 +468,23 @@ func (c *conn) putFrame(bp *[]byte) {
 func (c *conn) version(tag uint16, tv *Tversion) {
 	c.cancelAll()
 	c.dropFids()
+	c.watch.end()
 	rv := &Rversion{Tversion{Msize: min(tv.Msize, c.srv.opts.MaxMsize), Version: Version}}
 	// A client may offer a refinement of 9P2000.L ("9P2000.L.Google.7",
 	// as hugelgupf/p9's client does first); the server answers with the
 	// base version, as Tversion allows, rather than "unknown".
 	offered := tv.Version == Version || strings.HasPrefix(tv.Version, Version+".")
+	c.extended.Store(false)
 	if !offered || rv.Msize < minMsize {
 		rv.Version = "unknown"
 		rv.Msize = c.srv.opts.MaxMsize
 		c.msize = 0
 	} else {
 		c.msize = rv.Msize
+		if tv.Version == VersionExt {
+			rv.Version = VersionExt
+			c.extended.Store(true)
+		}
 	}
 	c.reply(tag, rv, nil)
 }
@@ -605,6 +615,7 @@ func (c *conn) finish() {
 	c.shutdown()
 	c.cancelAll()
 	c.dropFids()
+	c.watch.end()
 }
 
 func errorReply(err error) *Rlerror {
