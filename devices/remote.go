@@ -143,6 +143,20 @@ func (n *rnode) Lookup(ctx context.Context, name string) (vfs.Node, error) {
 	return n.child(name, kid, link), nil
 }
 
+// LookupAttr is Lookup with the child's attributes (vfs.AttrLookuper):
+// one round trip to a gsvfs device.
+func (n *rnode) LookupAttr(ctx context.Context, name string) (vfs.Node, vfs.Attr, error) {
+	in, link, err := n.cur(ctx, "lookup")
+	if err != nil {
+		return nil, vfs.Attr{}, err
+	}
+	kid, a, err := vfs.LookupAttr(ctx, in, name)
+	if err != nil {
+		return nil, vfs.Attr{}, err
+	}
+	return n.child(name, kid, link), a, nil
+}
+
 func (n *rnode) Open(ctx context.Context, flags int) (vfs.Handle, error) {
 	in, link, err := n.cur(ctx, "open")
 	if err != nil {

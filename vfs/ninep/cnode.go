@@ -18,11 +18,12 @@ import (
 // never opened (opens clone it), so one node serves any number of handles.
 type node struct {
 	c       *Client
-	fid     uint32
+	fid     uint32 // set once ready: at once, unless made from a listing
 	qid     QID
 	uid     uint32 // the user the fid was attached as
 	once    sync.Once
 	cleanup runtime.Cleanup
+	ext     // what the extensions add (cwalk.go)
 }
 
 var (
@@ -52,14 +53,14 @@ func (n *node) Identity() uint64 { return n.qid.Path }
 // the node again. The clunk is queued, so a kernel's forget never waits
 // on the server.
 func (n *node) Forget() {
-	n.once.Do(func() {
-		n.cleanup.Stop()
-		n.c.clunkLater(n.fid)
-	})
+	n.once.Do(n.release)
 }
 
 // clone walks a new fid to the same file, for opening or creating.
 func (n *node) clone(ctx context.Context) (uint32, error) {
+	if err := n.ready(ctx); err != nil {
+		return 0, err
+	}
 	fid := n.c.newFid()
 	if _, err := do[*Rwalk](ctx, n.c, &Twalk{Fid: n.fid, NewFid: fid}); err != nil {
 		n.c.releaseFid(fid)
@@ -76,6 +77,9 @@ func (c *Client) releaseFid(fid uint32) {
 }
 
 func (n *node) Attr(ctx context.Context) (vfs.Attr, error) {
+	if a, ok, err := n.readyAttr(ctx); ok || err != nil {
+		return a, asErr("getattr", err)
+	}
 	return n.c.getattr(ctx, n.fid)
 }
 
@@ -102,6 +106,9 @@ func attrFromWire(r *Rgetattr) vfs.Attr {
 }
 
 func (n *node) SetAttr(ctx context.Context, s vfs.SetAttr) (vfs.Attr, error) {
+	if err := n.ready(ctx); err != nil {
+		return vfs.Attr{}, asErr("setattr", err)
+	}
 	return n.c.setattr(ctx, n.fid, s)
 }
 
@@ -140,6 +147,9 @@ func (n *node) Lookup(ctx context.Context, name string) (vfs.Node, error) {
 	if err := vfs.CheckName("lookup", name); err != nil {
 		return nil, err
 	}
+	if child, _ := n.fromListing(name); child != nil {
+		return child, nil
+	}
 	return n.walkTo(ctx, name)
 }
 
@@ -155,6 +165,9 @@ func (n *node) walkTo(ctx context.Context, name string) (vfs.Node, error) {
 // walkFid walks a new fid to the child name. On failure the fid number
 // is free again.
 func (n *node) walkFid(ctx context.Context, name string) (uint32, QID, error) {
+	if err := n.ready(ctx); err != nil {
+		return 0, QID{}, err
+	}
 	fid := n.c.newFid()
 	r, err := do[*Rwalk](ctx, n.c, &Twalk{Fid: n.fid, NewFid: fid, Names: []string{name}})
 	if err == nil && len(r.QIDs) != 1 {
@@ -197,7 +210,11 @@ func (n *node) Open(ctx context.Context, flags int) (vfs.Handle, error) {
 		n.c.clunk(fid)
 		return nil, asErr("open", err)
 	}
-	return n.c.newHandle(fid, r.QID), nil
+	h := n.c.newHandle(fid, r.QID)
+	if d, ok := h.(*dirHandle); ok {
+		d.dir = n // its listings may prefill n's lookups
+	}
+	return h, nil
 }
 
 // callerGid is the group new files get: the caller's, else ours.
@@ -234,6 +251,9 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32) (vfs.Node, e
 	if err := vfs.CheckName("mkdir", name); err != nil {
 		return nil, err
 	}
+	if err := n.ready(ctx); err != nil {
+		return nil, asErr("mkdir", err)
+	}
 	if _, err := do[*Rmkdir](ctx, n.c, &Tmkdir{Dfid: n.fid, Name: name, Mode: mode, Gid: callerGid(ctx)}); err != nil {
 		return nil, asErr("mkdir", err)
 	}
@@ -247,6 +267,9 @@ func (n *node) Remove(ctx context.Context, name string, dir bool) error {
 	var flags uint32
 	if dir {
 		flags = AtRemoveDir
+	}
+	if err := n.ready(ctx); err != nil {
+		return asErr("remove", err)
 	}
 	_, err := do[*Runlinkat](ctx, n.c, &Tunlinkat{Dfid: n.fid, Name: name, Flags: flags})
 	if errors.Is(err, syscall.EOPNOTSUPP) {
@@ -285,6 +308,9 @@ func (n *node) Rename(ctx context.Context, oldName string, newDir vfs.Node, newN
 			return err
 		}
 	}
+	if err := readyBoth(ctx, n, to); err != nil {
+		return asErr("rename", err)
+	}
 	_, err := do[*Rrenameat](ctx, n.c, &Trenameat{OldDfid: n.fid, OldName: oldName, NewDfid: to.fid, NewName: newName})
 	if errors.Is(err, syscall.EOPNOTSUPP) {
 		err = n.renameByFid(ctx, oldName, to, newName) // diod has no Trenameat
@@ -305,6 +331,9 @@ func (n *node) renameByFid(ctx context.Context, oldName string, to *node, newNam
 }
 
 func (n *node) Readlink(ctx context.Context) (string, error) {
+	if err := n.ready(ctx); err != nil {
+		return "", asErr("readlink", err)
+	}
 	r, err := do[*Rreadlink](ctx, n.c, &Treadlink{Fid: n.fid})
 	if err != nil {
 		return "", asErr("readlink", err)
@@ -315,6 +344,9 @@ func (n *node) Readlink(ctx context.Context) (string, error) {
 func (n *node) Symlink(ctx context.Context, name, target string) (vfs.Node, error) {
 	if err := vfs.CheckName("symlink", name); err != nil {
 		return nil, err
+	}
+	if err := n.ready(ctx); err != nil {
+		return nil, asErr("symlink", err)
 	}
 	if _, err := do[*Rsymlink](ctx, n.c, &Tsymlink{Fid: n.fid, Name: name, Target: target, Gid: callerGid(ctx)}); err != nil {
 		return nil, asErr("symlink", err)
@@ -330,6 +362,9 @@ func (n *node) Link(ctx context.Context, target vfs.Node, name string) (vfs.Node
 	if err := vfs.CheckName("link", name); err != nil {
 		return nil, err
 	}
+	if err := readyBoth(ctx, n, t); err != nil {
+		return nil, asErr("link", err)
+	}
 	if _, err := do[*Rlink](ctx, n.c, &Tlink{Dfid: n.fid, Fid: t.fid, Name: name}); err != nil {
 		return nil, asErr("link", err)
 	}
@@ -342,6 +377,9 @@ func (n *node) Mknod(ctx context.Context, name string, mode uint32, rdev uint64)
 	}
 	major := uint32(rdev>>32&0xfffff000 | rdev>>8&0xfff)
 	minor := uint32(rdev>>12&0xffffff00 | rdev&0xff)
+	if err := n.ready(ctx); err != nil {
+		return nil, asErr("mknod", err)
+	}
 	m := &Tmknod{Dfid: n.fid, Name: name, Mode: mode, Major: major, Minor: minor, Gid: callerGid(ctx)}
 	if _, err := do[*Rmknod](ctx, n.c, m); err != nil {
 		return nil, asErr("mknod", err)
@@ -350,6 +388,9 @@ func (n *node) Mknod(ctx context.Context, name string, mode uint32, rdev uint64)
 }
 
 func (n *node) StatFS(ctx context.Context) (vfs.StatFS, error) {
+	if err := n.ready(ctx); err != nil {
+		return vfs.StatFS{}, asErr("statfs", err)
+	}
 	r, err := do[*Rstatfs](ctx, n.c, &Tstatfs{Fid: n.fid})
 	if err != nil {
 		return vfs.StatFS{}, asErr("statfs", err)
@@ -372,6 +413,9 @@ func (n *node) ListXattr(ctx context.Context) ([]string, error) {
 
 // xattrRead walks a fid to an attribute (or the name list) and reads it.
 func (n *node) xattrRead(ctx context.Context, name string) ([]byte, error) {
+	if err := n.ready(ctx); err != nil {
+		return nil, asErr("getxattr", err)
+	}
 	fid := n.c.newFid()
 	r, err := do[*Rxattrwalk](ctx, n.c, &Txattrwalk{Fid: n.fid, NewFid: fid, Name: name})
 	if err != nil {

@@ -187,3 +187,24 @@ func walkOne(ctx context.Context, p *place, name string) (*place, error) {
 	}
 	return &place{node: n, parent: p, name: name}, nil
 }
+
+// walkOneAttr is walkOne that also stats the place reached, in one step
+// where the tree can (vfs.LookupAttr: a tree that is itself a 9P peer's
+// walks and stats in one round trip).
+func walkOneAttr(ctx context.Context, p *place, name string) (*place, vfs.Attr, error) {
+	if name == "." || name == ".." || vfs.CheckName("walk", name) != nil {
+		next, err := walkOne(ctx, p, name)
+		if err != nil {
+			return nil, vfs.Attr{}, err
+		}
+		mayBlock(ctx, next.node)
+		a, err := next.node.Attr(ctx)
+		return next, a, err
+	}
+	mayBlock(ctx, p.node)
+	n, a, err := vfs.LookupAttr(ctx, p.node, name)
+	if err != nil {
+		return nil, vfs.Attr{}, err
+	}
+	return &place{node: n, parent: p, name: name}, a, nil
+}

@@ -871,7 +871,12 @@ func ParseDirents(b []byte) ([]Dirent, error) {
 	d := decoder{b: b}
 	var out []Dirent
 	for len(d.b) > 0 && d.err == nil {
-		out = append(out, Dirent{QID: d.qid(), Offset: d.u64(), Type: d.u8(), Name: d.str()})
+		out = append(out, decodeDirent(&d))
 	}
 	return out, d.done()
+}
+
+// decodeDirent reads one packed directory entry.
+func decodeDirent(d *decoder) Dirent {
+	return Dirent{QID: d.qid(), Offset: d.u64(), Type: d.u8(), Name: d.str()}
 }
