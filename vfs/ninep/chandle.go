@@ -171,7 +171,7 @@ func (d *dirHandle) batch(ctx context.Context, off uint64) (out []vfs.DirEntry, 
 	if err := d.list.check(d.c); err != nil {
 		return nil, 0, err
 	}
-	if plus && d.dir != nil {
+	if plus && d.dir != nil && len(out) > 0 { // the end of the listing keeps the last batch
 		d.dir.noteListed(d, out)
 	}
 	return out, n, nil

@@ -301,6 +301,10 @@ func TestDecodeRejectsMalformedBodies(t *testing.T) {
 		{"Rwalk16QIDs", handFrame(msgRwalk, 1, qids(16)...), true},
 		{"Rwalk17QIDs", handFrame(msgRwalk, 1, qids(17)...), false},
 		{"TfsyncPartialDatasync", handFrame(msgTfsync, 1, wire32(1), []byte{1, 0}), false},
+		{"TclunkmanyMax", handFrame(msgTclunkmany, 1, wire16(MaxClunkMany), make([]byte, 4*MaxClunkMany)), true},
+		{"TclunkmanyOverMax", handFrame(msgTclunkmany, 1, wire16(MaxClunkMany+1), make([]byte, 4*MaxClunkMany+4)), false},
+		{"TclunkmanyPastEnd", handFrame(msgTclunkmany, 1, wire16(3), wire32(1)), false},
+		{"RwalkgetattrNoAttr", handFrame(msgRwalkgetattr, 1, wire16(0)), false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -32,6 +32,7 @@ type ext struct {
 	// by name, when first used; nil once walked (or if it never was).
 	from *node
 	name string
+	gen  uint64 // the listed file's generation, 0 if unknown
 	// pins counts nodes made from this directory's listings and not yet
 	// walked; its fid, which they walk from, outlives a Forget until then.
 	pins      int
@@ -69,7 +70,7 @@ func (n *node) readyAttr(ctx context.Context) (vfs.Attr, bool, error) {
 	if err != nil {
 		return vfs.Attr{}, false, err
 	}
-	if r.QIDs[0].Path != n.qid.Path { // another file has the name now
+	if r.QIDs[0].Path != n.qid.Path || n.gen != 0 && r.Attr.Gen != n.gen { // another file has the name now
 		n.c.clunk(fid)
 		return vfs.Attr{}, false, syscall.ESTALE
 	}
@@ -180,7 +181,7 @@ func (n *node) fromListing(name string) (*node, vfs.Attr) {
 	delete(n.listed.names, name)
 	n.pins++
 	kid := &node{c: n.c, qid: QID{Path: e.Ino}, uid: n.uid}
-	kid.from, kid.name = n, name
+	kid.from, kid.name, kid.gen = n, name, e.Gen
 	// A kid collected unwalked lets its directory's fid go.
 	kid.cleanup = runtime.AddCleanup(kid, (*node).unpin, n)
 	return kid, *e
