@@ -14,6 +14,7 @@ type handle struct {
 	c    *Client
 	fid  uint32
 	once sync.Once
+	ra   *readAhead // nil where nothing is read ahead (cread.go)
 }
 
 // dirHandle is an open remote directory.
@@ -36,19 +37,29 @@ func (c *Client) newHandle(fid uint32, q QID) vfs.Handle {
 	if q.Type&QTDir != 0 {
 		return &dirHandle{handle: h}
 	}
+	if q.Type == QTFile && q.Version != 0 { // stored content, not generated
+		h.ra = &readAhead{}
+	}
 	return h
 }
 
 func (h *handle) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	if h.ra != nil {
+		return h.readAhead(ctx, p, off)
+	}
 	return h.c.readAt(ctx, h.fid, p, off)
 }
 
 func (h *handle) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
+	h.dropAhead() // what was read ahead may be what this writes over
 	return h.c.writeAt(ctx, h.fid, p, off)
 }
 
 func (h *handle) Close() error {
-	h.once.Do(func() { h.c.clunk(h.fid) })
+	h.once.Do(func() {
+		h.dropAhead()
+		h.c.clunk(h.fid)
+	})
 	return nil
 }
 
