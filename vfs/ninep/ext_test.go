@@ -41,13 +41,13 @@ func diskTree(t *testing.T, n int) (vfs.Node, string) {
 // sameAsDisk checks a remote file's attributes against the host's lstat.
 func sameAsDisk(t *testing.T, what string, a vfs.Attr, hostPath string) {
 	t.Helper()
-	var st syscall.Stat_t
-	if err := syscall.Lstat(hostPath, &st); err != nil {
+	fi, err := os.Lstat(hostPath)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Size != st.Size || a.Mode != st.Mode || !a.Mtime.Equal(time.Unix(st.Mtim.Unix())) {
-		t.Errorf("%s: got size %d, mode %o, mtime %v; the disk has %d, %o, %v",
-			what, a.Size, a.Mode, a.Mtime, st.Size, st.Mode, time.Unix(st.Mtim.Unix()))
+	if a.Size != fi.Size() || a.Mode&0o777 != uint32(fi.Mode().Perm()) || a.IsDir() != fi.IsDir() || !a.Mtime.Equal(fi.ModTime()) {
+		t.Errorf("%s: got size %d, mode %o, mtime %v; the disk has %d, %v, %v",
+			what, a.Size, a.Mode, a.Mtime, fi.Size(), fi.Mode(), fi.ModTime())
 	}
 }
 
