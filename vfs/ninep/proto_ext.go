@@ -67,24 +67,9 @@ func (m *Rwalkgetattr) decode(d *decoder) {
 // files, which a client sends in the background.
 type Tclunkmany struct{ Fids []uint32 }
 
-func (*Tclunkmany) msgType() uint8 { return msgTclunkmany }
-func (m *Tclunkmany) encode(e *encoder) {
-	e.u16(uint16(len(m.Fids)))
-	for _, f := range m.Fids {
-		e.u32(f)
-	}
-}
-func (m *Tclunkmany) decode(d *decoder) {
-	n := int(d.u16())
-	if n > MaxClunkMany {
-		d.err = errMalformed
-		return
-	}
-	m.Fids = make([]uint32, 0, n)
-	for range n {
-		m.Fids = append(m.Fids, d.u32())
-	}
-}
+func (*Tclunkmany) msgType() uint8      { return msgTclunkmany }
+func (m *Tclunkmany) encode(e *encoder) { encodeList(e, m.Fids, e.u32) }
+func (m *Tclunkmany) decode(d *decoder) { m.Fids = decodeList(d, MaxClunkMany, d.u32) }
 
 type Rclunkmany struct{ empty }
 
