@@ -39,9 +39,10 @@ type readAhead struct {
 
 // raFetch is one chunk's Tread, in flight or done.
 type raFetch struct {
-	off  int64
-	done chan struct{}
-	mu   sync.Mutex
+	off    int64
+	done   chan struct{}
+	cancel context.CancelFunc // flushes the Tread of a chunk dropped in flight
+	mu     sync.Mutex
 	data []byte // aliases rr's frame
 	rr   reply
 	err  error
@@ -122,16 +123,18 @@ func (ra *readAhead) fill(h *handle, off, to int64) bool {
 			h.c.raHeld.Add(-raChunk)
 			break
 		}
-		f := &raFetch{off: next, done: make(chan struct{})}
+		ctx, cancel := context.WithCancel(h.c.life)
+		f := &raFetch{off: next, done: make(chan struct{}), cancel: cancel}
 		ra.chunks = append(ra.chunks, f)
-		go f.fetch(h.c, h.fid)
+		go f.fetch(ctx, h.c, h.fid)
 	}
 	return len(ra.chunks) > 0
 }
 
-// fetch runs the chunk's Tread for as long as the connection lasts.
-func (f *raFetch) fetch(c *Client, fid uint32) {
-	r, rr, err := call[*Rread](c.life, c, &Tread{Fid: fid, Offset: uint64(f.off), Count: raChunk})
+// fetch runs the chunk's Tread until it is answered or dropped.
+func (f *raFetch) fetch(ctx context.Context, c *Client, fid uint32) {
+	defer f.cancel()
+	r, rr, err := call[*Rread](ctx, c, &Tread{Fid: fid, Offset: uint64(f.off), Count: raChunk})
 	f.mu.Lock()
 	if err == nil {
 		f.data, f.rr = r.Data, rr
@@ -162,6 +165,7 @@ func (f *raFetch) drop(c *Client) {
 	case <-f.done:
 		f.release(c)
 	default:
+		f.cancel()
 	}
 }
 
