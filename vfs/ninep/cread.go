@@ -43,10 +43,10 @@ type raFetch struct {
 	done   chan struct{}
 	cancel context.CancelFunc // flushes the Tread of a chunk dropped in flight
 	mu     sync.Mutex
-	data []byte // aliases rr's frame
-	rr   reply
-	err  error
-	gone bool // dropped: the reply is released when it comes
+	data   []byte // aliases rr's frame
+	rr     reply
+	err    error
+	gone   bool // dropped: the reply is released when it comes
 }
 
 // readAhead reads p at off through h's window.
