@@ -23,6 +23,9 @@ type dirHandle struct {
 	dir  *node // the node opened, whose lookups its listings prefill
 	mu   sync.Mutex
 	list listing
+	// plain: this listing goes on with Treaddir, its caller not having
+	// looked up what Treaddirplus brought (see wantPlus).
+	plain bool
 }
 
 var (
@@ -138,7 +141,7 @@ func (d *dirHandle) ReadDir(ctx context.Context, off uint64) ([]vfs.DirEntry, er
 // n counts the dots too.
 func (d *dirHandle) batch(ctx context.Context, off uint64) (out []vfs.DirEntry, n int, err error) {
 	tr := Treaddir{Fid: d.fid, Offset: off, Count: uint32(d.c.iounit())}
-	plus := d.c.extended
+	plus := d.wantPlus(off)
 	var rr reply
 	var data []byte
 	if plus {
@@ -186,6 +189,24 @@ func (d *dirHandle) batch(ctx context.Context, off uint64) (out []vfs.DirEntry, 
 		d.dir.noteListed(d, out)
 	}
 	return out, n, nil
+}
+
+// wantPlus says whether to list from off with attributes: with the
+// extensions, from the start of a listing, and on for as long as its
+// caller looks up at least half of each batch (ls -l, or the kernel's
+// READDIRPLUS); a caller that wants only names (ls -f, a listing passed
+// on) is not made to wait while the server stats every entry, as the
+// kernel's READDIRPLUS_AUTO does not.
+func (d *dirHandle) wantPlus(off uint64) bool {
+	switch {
+	case !d.c.extended || d.dir == nil:
+		return false
+	case off == 0:
+		d.plain = false
+	case !d.plain:
+		d.plain = !d.dir.listedUsed(d)
+	}
+	return !d.plain
 }
 
 // Close ends the listing too: what it left for lookups goes with it.

@@ -44,7 +44,8 @@ type ext struct {
 // directory brought, by name.
 type listedBatch struct {
 	by    *dirHandle
-	names map[string]*vfs.Attr // the listing's own
+	names map[string]*vfs.Attr // the listing's own, until looked up
+	total int
 }
 
 // ready makes sure the node has its fid, walking it if it was made from
@@ -196,9 +197,22 @@ func (n *node) noteListed(d *dirHandle, ents []vfs.DirEntry) {
 			b.names[e.Name] = e.Attr
 		}
 	}
+	b.total = len(b.names)
 	n.mu.Lock()
 	n.listed = b
 	n.mu.Unlock()
+}
+
+// listedUsed reports whether at least half of the last batch d listed
+// was looked up.
+func (n *node) listedUsed(d *dirHandle) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	b := n.listed
+	if b == nil || b.by != d {
+		return true // another listing's: nothing to tell by
+	}
+	return 2*(b.total-len(b.names)) >= b.total
 }
 
 // dropListed forgets what d listed: the listing is closed.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -259,5 +260,34 @@ func fuzzExtSession() []Message {
 		&Treaddirplus{Treaddir{Fid: dir, Offset: 0, Count: 4000}},
 		&Treaddirplus{Treaddir{Fid: dir, Offset: 1, Count: 200}},
 		&Tclunkmany{Fids: []uint32{file, dir, 99}},
+	}
+}
+
+// countingDir counts the lookups made in it.
+type countingDir struct {
+	vfs.Node
+	lookups atomic.Int64
+}
+
+func (d *countingDir) Lookup(ctx context.Context, name string) (vfs.Node, error) {
+	d.lookups.Add(1)
+	return d.Node.Lookup(ctx, name)
+}
+
+// A listing whose caller wants only the names (ls -f, find without
+// stats) asks for attributes with its first batch only: the server is
+// not made to stat every entry of a large directory for nothing.
+func TestNamesOnlyListingStopsStating(t *testing.T) {
+	const n = 300
+	tree, _ := diskTree(t, n)
+	dir := &countingDir{Node: tree}
+	_, addr := serve(t, dir)
+	_, root := dialWith(t, addr, "", ClientOptions{Msize: 8192}) // some 40 entries a batch
+	ents, err := vfs.ReadDirAll(context.Background(), root)
+	if err != nil || len(ents) != n+1 {
+		t.Fatalf("listing: %d entries, %v; want %d", len(ents), err, n+1)
+	}
+	if got := dir.lookups.Load(); got == 0 || got > n/4 {
+		t.Errorf("listing %d names made the server look up %d of them, want some (the first batch) and at most %d", n, got, n/4)
 	}
 }
