@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/gsvfs/gsvfs/vfs"
 )
@@ -46,7 +47,13 @@ type listedBatch struct {
 	by    *dirHandle
 	names map[string]*vfs.Attr // the listing's own, until looked up
 	total int
+	at    time.Time
 }
+
+// listedFresh is how long a batch answers lookups: as long as the FUSE
+// edge lets the kernel keep attributes it was told (its CacheTime), so a
+// listing held open does not hand out a mode changed since.
+const listedFresh = time.Second
 
 // ready makes sure the node has its fid, walking it if it was made from
 // a listing.
@@ -172,7 +179,7 @@ func (n *node) walkAttrFid(ctx context.Context, name string) (uint32, *Rwalkgeta
 func (n *node) fromListing(name string) (*node, vfs.Attr) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.listed == nil || n.forgotten {
+	if n.listed == nil || n.forgotten || time.Since(n.listed.at) > listedFresh {
 		return nil, vfs.Attr{}
 	}
 	e, ok := n.listed.names[name]
@@ -197,7 +204,7 @@ func (n *node) noteListed(d *dirHandle, ents []vfs.DirEntry) {
 			b.names[e.Name] = e.Attr
 		}
 	}
-	b.total = len(b.names)
+	b.total, b.at = len(b.names), time.Now()
 	n.mu.Lock()
 	n.listed = b
 	n.mu.Unlock()
