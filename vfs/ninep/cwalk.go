@@ -211,7 +211,7 @@ func (n *node) noteListed(d *dirHandle, ents []vfs.DirEntry) {
 }
 
 // listedUsed reports whether at least half of the last batch d listed
-// was looked up.
+// was looked up; a batch that brought no attributes was of no use.
 func (n *node) listedUsed(d *dirHandle) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -219,7 +219,7 @@ func (n *node) listedUsed(d *dirHandle) bool {
 	if b == nil || b.by != d {
 		return true // another listing's: nothing to tell by
 	}
-	return 2*(b.total-len(b.names)) >= b.total
+	return b.total > 0 && 2*(b.total-len(b.names)) >= b.total
 }
 
 // dropListed forgets what d listed: the listing is closed.
