@@ -291,3 +291,28 @@ func TestNamesOnlyListingStopsStating(t *testing.T) {
 		t.Errorf("listing %d names made the server look up %d of them, want some (the first batch) and at most %d", n, got, n/4)
 	}
 }
+
+// A lookup with its stat in a quick directory, of a child whose stat
+// waits (a device's mount point that stopped answering), holds up
+// nothing else on its connection: the stat is handed off the reader.
+func TestSlowChildOfQuickDirStallsNothing(t *testing.T) {
+	b := newBlockingFile()
+	slow := &slowStat{blockingFile: b, stat: true}
+	tree := vfs.NewStaticDir(map[string]vfs.Node{"slow": slow, "disk": newDisk(t)})
+	_, addr := serve(t, tree)
+	_, root := dial(t, addr, "")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go vfs.LookupAttr(ctx, root, "slow")
+	select {
+	case <-b.entered:
+	case <-time.After(hangBound):
+		t.Fatal("the lookup's stat never reached the backend")
+	}
+	if err := within(t, "a stat beside the stuck lookup", func() error {
+		_, err := walk(t, root, "disk").Attr(context.Background())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+}

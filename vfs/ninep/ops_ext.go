@@ -47,8 +47,7 @@ func entryAttr(ctx context.Context, dir vfs.Node, e vfs.DirEntry) Rgetattr {
 	case e.Attr != nil:
 		return *attrToWire(*e.Attr)
 	}
-	mayBlock(ctx, dir)
-	_, a, err := vfs.LookupAttr(ctx, dir, e.Name)
+	_, a, err := lookupAttr(ctx, dir, e.Name)
 	if err != nil {
 		return Rgetattr{}
 	}
