@@ -34,6 +34,7 @@ type Gateway struct {
 	dialers  map[string]*dialer // guarded by mu
 	served   []servedGateway    // guarded by mu
 	mounted  map[string]bool    // ids mounted at /mnt/ID; guarded by mu
+	watches  sync.Map           // id → *devWatch (watch.go)
 
 	mu      sync.Mutex
 	devices map[string]*device
@@ -446,6 +447,7 @@ func (g *Gateway) online(h hello, peer string, r *remote) {
 		old.client.Close()
 	}
 	g.log.Info("device online", "device", h.Device, "peer", peer, "platform", h.Facts.Platform)
+	g.relinked(h.Device)
 	g.sync() // a first join makes the device known: mount it
 }
 
@@ -484,13 +486,15 @@ func (g *Gateway) isSuperseded(h hello) bool {
 
 func (g *Gateway) offline(id string, client *ninep.Client) {
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	d := g.devices[id]
 	if d == nil || d.link == nil || d.link.client != client {
+		g.mu.Unlock()
 		return // a newer link took its place
 	}
 	d.link, d.lastSeen = nil, time.Now()
+	g.mu.Unlock()
 	g.log.Warn("device offline", "device", id)
+	g.relinked(id)
 }
 
 // link is device id's live link, nil while it is offline.

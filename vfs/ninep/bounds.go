@@ -111,6 +111,8 @@ func replySize(m Message) int64 {
 		return int64(m.Count) + clientIOHeader
 	case *Treaddirplus:
 		return int64(m.Count) + clientIOHeader
+	case *Twatch:
+		return int64(m.Count)
 	}
 	return smallReply
 }
@@ -118,8 +120,8 @@ func replySize(m Message) int64 {
 // callWait is how long m may wait for its reply, 0 for no bound.
 func (c *Client) callWait(m Message) time.Duration {
 	switch m.(type) {
-	case *Tread, *Twrite, *Tfsync, *Tversion:
-		return 0
+	case *Tread, *Twrite, *Tfsync, *Tversion, *Twatch:
+		return 0 // a Twatch waits for changes, as long as there are none
 	}
 	return c.limits.CallWait
 }

@@ -13,6 +13,7 @@ import (
 type handle struct {
 	c    *Client
 	fid  uint32
+	ino  uint64 // the file's QID path, its key in the cache
 	once sync.Once
 	ra   *readAhead // nil where nothing is read ahead (cread.go)
 }
@@ -26,6 +27,7 @@ type dirHandle struct {
 	// plain: this listing goes on with Treaddir, its caller not having
 	// looked up what Treaddirplus brought (see wantPlus).
 	plain bool
+	fill  *dirFill // collects a whole listing for the cache
 }
 
 var (
@@ -36,7 +38,7 @@ var (
 )
 
 func (c *Client) newHandle(fid uint32, q QID) vfs.Handle {
-	h := &handle{c: c, fid: fid}
+	h := &handle{c: c, fid: fid, ino: q.Path}
 	if q.Type&QTDir != 0 {
 		return &dirHandle{handle: h}
 	}
@@ -53,8 +55,10 @@ func (h *handle) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 	return h.c.readAt(ctx, h.fid, p, off)
 }
 
+// WriteAt drops the file's cached attributes: its size and times change.
 func (h *handle) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
 	h.dropAhead() // what was read ahead may be what this writes over
+	defer h.c.cache.dropFile(h.ino)
 	return h.c.writeAt(ctx, h.fid, p, off)
 }
 
@@ -74,7 +78,7 @@ func (h *handle) Sync(ctx context.Context) error {
 func (h *handle) Attr(ctx context.Context) (vfs.Attr, error) { return h.c.getattr(ctx, h.fid) }
 
 func (h *handle) SetAttr(ctx context.Context, s vfs.SetAttr) (vfs.Attr, error) {
-	return h.c.setattr(ctx, h.fid, s)
+	return h.c.setattr(ctx, h.fid, h.ino, s)
 }
 
 // readAt fills p from off in iounit-sized Treads, stopping at a short one.
@@ -124,6 +128,14 @@ func (c *Client) writeAt(ctx context.Context, fid uint32, p []byte, off int64) (
 func (d *dirHandle) ReadDir(ctx context.Context, off uint64) ([]vfs.DirEntry, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	out, err := d.readDir(ctx, off)
+	if d.fill != nil {
+		d.fill.add(off, out, err)
+	}
+	return out, err
+}
+
+func (d *dirHandle) readDir(ctx context.Context, off uint64) ([]vfs.DirEntry, error) {
 	for {
 		if err := d.list.start(d.c, off); err != nil {
 			return nil, err

@@ -41,6 +41,9 @@ type ClientOptions struct {
 	Idle time.Duration
 	// Limits bound what the server can make the client hold.
 	Limits ClientLimits
+	// CacheSize bounds the cache of what the server said, in entries
+	// (DefaultCacheSize if 0).
+	CacheSize int
 	// OverBound, if set, is told the first time a listing of this
 	// connection goes past its bound (the listing fails with EFBIG;
 	// the connection is kept), so the owner can log it once.
@@ -61,6 +64,8 @@ type Client struct {
 	idle     time.Duration
 
 	extended bool // VersionExt negotiated; fixed before the client is returned
+	notices  notices
+	cache    *cache
 
 	limits ClientLimits
 	raHeld atomic.Int64        // reply memory read-ahead windows hold (cread.go)
@@ -82,6 +87,7 @@ type Client struct {
 	probeAt  time.Time // when the outstanding probe went out; zero if none
 	probing  bool      // a probe is on its way out
 	sending  int       // frames being written now
+	polls    int       // pending Twatches (waiter.poll), not counted as waiting
 	err      error     // set once the connection is dead
 	dead     chan struct{}
 }
@@ -113,6 +119,9 @@ type waiter struct {
 	fch chan reply // the Rflush, once flushed
 	mem int64      // reply memory reserved
 	out int        // frames still awaited; the tag is free again at 0
+	// poll: a Twatch, which the server answers only when something
+	// changes, so its wait is no sign of a dead server.
+	poll bool
 }
 
 // Dial connects to a (unix:PATH or tcp:HOST:PORT), negotiates the
@@ -144,7 +153,7 @@ func NewClient(ctx context.Context, nc net.Conn, opts ClientOptions) (*Client, e
 		nc: nc, msize: opts.Msize, liveness: opts.Liveness, idle: opts.Idle,
 		limits: l, tags: make(chan uint16, l.Tags), mem: semaphore.NewWeighted(l.Memory),
 		clunks: make(chan uint32, l.Clunks), overBound: opts.OverBound,
-		pending: map[uint16]*waiter{}, lastRecv: time.Now(),
+		pending: map[uint16]*waiter{}, lastRecv: time.Now(), cache: newCache(opts.CacheSize),
 		dead: make(chan struct{}),
 	}
 	c.life, c.endLife = context.WithCancel(context.Background())
@@ -303,6 +312,9 @@ func (c *Client) settle(tag uint16, w *waiter) {
 		return
 	}
 	delete(c.pending, tag)
+	if tag == w.tag && w.poll {
+		c.polls--
+	}
 	if w.out--; w.out == 0 && w.tag != NoTag {
 		c.tags <- w.tag // never blocks: each tag comes back once
 	}
@@ -349,9 +361,10 @@ func (c *Client) health(now time.Time) healthState {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	quiet := now.Sub(c.lastRecv)
-	idleQuiet := len(c.pending) == 0 && (c.idle == 0 || quiet < c.idle) && c.probeAt.IsZero()
+	waiting := len(c.pending) - c.polls
+	idleQuiet := waiting == 0 && (c.idle == 0 || quiet < c.idle) && c.probeAt.IsZero()
 	switch {
-	case c.sending > 0 || idleQuiet || len(c.pending) > 0 && quiet < c.liveness:
+	case c.sending > 0 || idleQuiet || waiting > 0 && quiet < c.liveness:
 		return healthy
 	case c.probeAt.IsZero() && !c.probing:
 		c.probing = true
@@ -424,10 +437,13 @@ func (c *Client) register(ctx context.Context, tag uint16, m Message) (*waiter, 
 	if c.err != nil {
 		return nil, c.err
 	}
-	if len(c.pending) == 0 {
+	if len(c.pending) == c.polls {
 		c.lastRecv = time.Now() // the server's silence counts from now
 	}
 	c.pending[tag] = w
+	if _, w.poll = m.(*Twatch); w.poll {
+		c.polls++
+	}
 	return w, nil
 }
 
@@ -616,6 +632,7 @@ func (c *Client) Attach(ctx context.Context, uname, aname string, uid uint32) (v
 		c.mu.Unlock()
 		return nil, err
 	}
+	c.startNotices(fid)
 	return c.newNode(fid, r.QID, uid), nil
 }
 

@@ -1,11 +1,13 @@
 package ninep
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -76,19 +78,45 @@ func (c *Client) releaseFid(fid uint32) {
 	c.mu.Unlock()
 }
 
+// Attr answers from the cache when it can (ccache.go).
 func (n *node) Attr(ctx context.Context) (vfs.Attr, error) {
-	if a, ok, err := n.readyAttr(ctx); ok || err != nil {
-		return a, asErr("getattr", err)
+	k := cacheKey{cAttr, n.qid.Path, ""}
+	if v, ok := n.c.cache.get(k); ok {
+		return v.(vfs.Attr), nil
 	}
-	return n.c.getattr(ctx, n.fid)
+	gen := n.c.cache.since()
+	a, walked, err := n.readyAttr(ctx)
+	if err == nil && !walked {
+		a, err = n.c.getattr(ctx, n.fid)
+	}
+	if err != nil {
+		return vfs.Attr{}, asErr("getattr", err)
+	}
+	// Only a gsvfs server marks generated files by QID version 0; to a
+	// plain one (diod) it means nothing, and its files are cached.
+	if !(a.Volatile && n.c.extended) {
+		n.c.cache.put(k, a, 1, a.Watched, gen)
+	}
+	return a, nil
 }
 
+// watched says whether the server reports changes to n (and, for a
+// directory, to its entries), as far as the cache knows.
+func (n *node) watched() bool {
+	v, ok := n.c.cache.get(cacheKey{cAttr, n.qid.Path, ""})
+	return ok && v.(vfs.Attr).Watched
+}
+
+// getattr stats fid. A file is watched only while the server's notices
+// flow on this connection.
 func (c *Client) getattr(ctx context.Context, fid uint32) (vfs.Attr, error) {
 	r, err := do[*Rgetattr](ctx, c, &Tgetattr{Fid: fid, Mask: AttrBasic})
 	if err != nil {
 		return vfs.Attr{}, asErr("getattr", err)
 	}
-	return attrFromWire(r), nil
+	a := attrFromWire(r)
+	a.Watched = a.Watched && c.notices.on.Load()
+	return a, nil
 }
 
 // attrFromWire converts Rgetattr. A regular file with QID version 0 is
@@ -102,6 +130,7 @@ func attrFromWire(r *Rgetattr) vfs.Attr {
 		Mtime:    time.Unix(int64(r.MtimeSec), int64(r.MtimeNsec)),
 		Ctime:    time.Unix(int64(r.CtimeSec), int64(r.CtimeNsec)),
 		Volatile: r.Mode&syscall.S_IFMT == syscall.S_IFREG && r.QID.Version == 0,
+		Watched:  r.Valid&AttrGsvfsWatched != 0,
 	}
 }
 
@@ -109,11 +138,15 @@ func (n *node) SetAttr(ctx context.Context, s vfs.SetAttr) (vfs.Attr, error) {
 	if err := n.ready(ctx); err != nil {
 		return vfs.Attr{}, asErr("setattr", err)
 	}
-	return n.c.setattr(ctx, n.fid, s)
+	return n.c.setattr(ctx, n.fid, n.qid.Path, s)
 }
 
-func (c *Client) setattr(ctx context.Context, fid uint32, s vfs.SetAttr) (vfs.Attr, error) {
-	if _, err := do[*Rsetattr](ctx, c, setattrToWire(fid, s)); err != nil {
+// setattr changes fid's file, ino, and drops what the cache held of it
+// (a mode change changes its ACL too).
+func (c *Client) setattr(ctx context.Context, fid uint32, ino uint64, s vfs.SetAttr) (vfs.Attr, error) {
+	_, err := do[*Rsetattr](ctx, c, setattrToWire(fid, s))
+	c.cache.dropFile(ino)
+	if err != nil {
 		return vfs.Attr{}, asErr("setattr", err)
 	}
 	return c.getattr(ctx, fid)
@@ -143,14 +176,24 @@ func setattrToWire(fid uint32, s vfs.SetAttr) *Tsetattr {
 	return m
 }
 
+// Lookup answers a name known missing from the cache.
 func (n *node) Lookup(ctx context.Context, name string) (vfs.Node, error) {
 	if err := vfs.CheckName("lookup", name); err != nil {
 		return nil, err
 	}
+	miss := cacheKey{cMiss, n.qid.Path, name}
+	if _, ok := n.c.cache.get(miss); ok {
+		return nil, vfs.Error("lookup", name, syscall.ENOENT)
+	}
 	if child, _ := n.fromListing(name); child != nil {
 		return child, nil
 	}
-	return n.walkTo(ctx, name)
+	gen := n.c.cache.since()
+	child, err := n.walkTo(ctx, name)
+	if errors.Is(err, syscall.ENOENT) {
+		n.c.cache.put(miss, nil, 1, n.watched(), gen)
+	}
+	return child, err
 }
 
 // walkTo walks a new fid to the child name and makes it a node.
@@ -159,6 +202,7 @@ func (n *node) walkTo(ctx context.Context, name string) (vfs.Node, error) {
 	if err != nil {
 		return nil, asErr("lookup", err)
 	}
+	n.c.cache.walked(n.qid.Path, name, q.Path)
 	return n.c.newNode(fid, q, n.uid), nil
 }
 
@@ -200,7 +244,21 @@ func (n *node) made(ctx context.Context, name string) (vfs.Node, error) {
 	return child, nil
 }
 
+// Open lists a directory whose listing is cached without the server.
 func (n *node) Open(ctx context.Context, flags int) (vfs.Handle, error) {
+	if h := n.cachedDir(flags); h != nil {
+		return h, nil
+	}
+	gen := n.c.cache.since()
+	h, err := n.open(ctx, flags)
+	if d, ok := h.(*dirHandle); ok {
+		d.fill = &dirFill{n: n, gen: gen}
+	}
+	return h, err
+}
+
+// open opens a fid of its own on the file.
+func (n *node) open(ctx context.Context, flags int) (vfs.Handle, error) {
 	fid, err := n.clone(ctx)
 	if err != nil {
 		return nil, asErr("open", err)
@@ -234,6 +292,7 @@ func (n *node) Create(ctx context.Context, name string, flags int, mode uint32) 
 		return nil, nil, asErr("create", err)
 	}
 	r, err := do[*Rlcreate](ctx, n.c, &Tlcreate{Fid: fid, Name: name, Flags: uint32(flags), Mode: mode, Gid: callerGid(ctx)})
+	n.c.cache.dropEntry(n.qid.Path, name)
 	if err != nil {
 		n.c.clunk(fid)
 		return nil, nil, asErr("create", err)
@@ -254,7 +313,9 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32) (vfs.Node, e
 	if err := n.ready(ctx); err != nil {
 		return nil, asErr("mkdir", err)
 	}
-	if _, err := do[*Rmkdir](ctx, n.c, &Tmkdir{Dfid: n.fid, Name: name, Mode: mode, Gid: callerGid(ctx)}); err != nil {
+	_, err := do[*Rmkdir](ctx, n.c, &Tmkdir{Dfid: n.fid, Name: name, Mode: mode, Gid: callerGid(ctx)})
+	n.c.cache.dropEntry(n.qid.Path, name)
+	if err != nil {
 		return nil, asErr("mkdir", err)
 	}
 	return n.made(ctx, name)
@@ -271,10 +332,12 @@ func (n *node) Remove(ctx context.Context, name string, dir bool) error {
 	if err := n.ready(ctx); err != nil {
 		return asErr("remove", err)
 	}
+	n.c.cache.dropEntry(n.qid.Path, name) // before: it finds the file by its listing
 	_, err := do[*Runlinkat](ctx, n.c, &Tunlinkat{Dfid: n.fid, Name: name, Flags: flags})
 	if errors.Is(err, syscall.EOPNOTSUPP) {
 		err = n.removeByFid(ctx, name, dir) // diod has no Tunlinkat
 	}
+	n.c.cache.dropEntry(n.qid.Path, name)
 	return asErr("remove", err)
 }
 
@@ -311,11 +374,21 @@ func (n *node) Rename(ctx context.Context, oldName string, newDir vfs.Node, newN
 	if err := readyBoth(ctx, n, to); err != nil {
 		return asErr("rename", err)
 	}
+	n.renamed(oldName, to, newName)
 	_, err := do[*Rrenameat](ctx, n.c, &Trenameat{OldDfid: n.fid, OldName: oldName, NewDfid: to.fid, NewName: newName})
 	if errors.Is(err, syscall.EOPNOTSUPP) {
 		err = n.renameByFid(ctx, oldName, to, newName) // diod has no Trenameat
 	}
+	n.renamed(oldName, to, newName)
 	return asErr("rename", err)
+}
+
+// renamed drops what a rename changes: both entries, both directories,
+// and the files they led to (found by the listings, so before the
+// rename as well as after).
+func (n *node) renamed(oldName string, to *node, newName string) {
+	n.c.cache.dropEntry(n.qid.Path, oldName)
+	n.c.cache.dropEntry(to.qid.Path, newName)
 }
 
 // renameByFid is Rename for servers without Trenameat, as Linux's client
@@ -348,7 +421,9 @@ func (n *node) Symlink(ctx context.Context, name, target string) (vfs.Node, erro
 	if err := n.ready(ctx); err != nil {
 		return nil, asErr("symlink", err)
 	}
-	if _, err := do[*Rsymlink](ctx, n.c, &Tsymlink{Fid: n.fid, Name: name, Target: target, Gid: callerGid(ctx)}); err != nil {
+	_, err := do[*Rsymlink](ctx, n.c, &Tsymlink{Fid: n.fid, Name: name, Target: target, Gid: callerGid(ctx)})
+	n.c.cache.dropEntry(n.qid.Path, name)
+	if err != nil {
 		return nil, asErr("symlink", err)
 	}
 	return n.made(ctx, name)
@@ -365,7 +440,10 @@ func (n *node) Link(ctx context.Context, target vfs.Node, name string) (vfs.Node
 	if err := readyBoth(ctx, n, t); err != nil {
 		return nil, asErr("link", err)
 	}
-	if _, err := do[*Rlink](ctx, n.c, &Tlink{Dfid: n.fid, Fid: t.fid, Name: name}); err != nil {
+	_, err := do[*Rlink](ctx, n.c, &Tlink{Dfid: n.fid, Fid: t.fid, Name: name})
+	n.c.cache.dropEntry(n.qid.Path, name)
+	n.c.cache.dropFile(t.qid.Path) // its link count
+	if err != nil {
 		return nil, asErr("link", err)
 	}
 	return n.walkTo(ctx, name)
@@ -381,7 +459,9 @@ func (n *node) Mknod(ctx context.Context, name string, mode uint32, rdev uint64)
 		return nil, asErr("mknod", err)
 	}
 	m := &Tmknod{Dfid: n.fid, Name: name, Mode: mode, Major: major, Minor: minor, Gid: callerGid(ctx)}
-	if _, err := do[*Rmknod](ctx, n.c, m); err != nil {
+	_, err := do[*Rmknod](ctx, n.c, m)
+	n.c.cache.dropEntry(n.qid.Path, name)
+	if err != nil {
 		return nil, asErr("mknod", err)
 	}
 	return n.made(ctx, name)
@@ -399,16 +479,35 @@ func (n *node) StatFS(ctx context.Context) (vfs.StatFS, error) {
 		Bavail: r.Bavail, Files: r.Files, Ffree: r.Ffree, NameLen: r.Namelen}, nil
 }
 
+// GetXattr answers from the cache when it can, misses included.
 func (n *node) GetXattr(ctx context.Context, name string) ([]byte, error) {
-	return n.xattrRead(ctx, name)
+	if x, ok := n.c.cache.xattr(n.qid.Path, name); ok {
+		return bytes.Clone(x.val), x.err
+	}
+	gen := n.c.cache.since()
+	val, err := n.xattrRead(ctx, name)
+	if err == nil || errors.Is(err, syscall.ENODATA) {
+		n.c.cache.putXattr(n.qid.Path, name, xattrValue{bytes.Clone(val), err}, n.watched(), gen)
+	}
+	return val, err
 }
 
 func (n *node) ListXattr(ctx context.Context) ([]string, error) {
+	k := cacheKey{cXnames, n.qid.Path, ""}
+	if v, ok := n.c.cache.get(k); ok {
+		return slices.Clone(v.([]string)), nil
+	}
+	gen := n.c.cache.since()
 	b, err := n.xattrRead(ctx, "")
-	if err != nil || len(b) == 0 {
+	if err != nil {
 		return nil, err
 	}
-	return strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00"), nil
+	var names []string
+	if len(b) > 0 {
+		names = strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
+	}
+	n.c.cache.put(k, slices.Clone(names), 1+len(names), n.watched(), gen)
+	return names, nil
 }
 
 // xattrRead walks a fid to an attribute (or the name list) and reads it.
@@ -449,6 +548,7 @@ func (n *node) xattrWrite(ctx context.Context, name string, value []byte, flags 
 	if err != nil {
 		return asErr("setxattr", err)
 	}
+	defer n.c.cache.dropFile(n.qid.Path)
 	m := &Txattrcreate{Fid: fid, Name: name, Size: uint64(len(value)), Flags: uint32(flags)}
 	if _, err := do[*Rxattrcreate](ctx, n.c, m); err != nil {
 		n.c.clunk(fid)

@@ -6,7 +6,11 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/gsvfs/gsvfs/vfs"
 )
 
 // codecSamples is one realistic value of every message type the codec
@@ -75,6 +79,11 @@ func codecSamples() []struct {
 		{21, &Runlinkat{}},
 		{NoTag, &Tversion{Msize: 1 << 20, Version: Version}},
 		{NoTag, &Rversion{Tversion{Msize: 65536, Version: Version}}},
+		{40, &Twatch{Fid: 9, Count: 65536}},
+		{40, &Rwatch{Changes: []vfs.Change{{Lost: true}, {Dir: 2, Name: "gone"},
+			{Dir: 2, Name: "notes.txt", Data: true, Attr: vfs.Attr{Ino: 7, Gen: 9, Mode: syscall.S_IFREG | 0o644,
+				Nlink: 1, Size: 5, Blocks: 8, Blksize: 4096, Atime: time.Unix(1, 2), Mtime: time.Unix(3, 4),
+				Ctime: time.Unix(5, 6), Watched: true}}}}},
 		{22, &Tauth{Afid: 1, Uname: "alice", Aname: "/home", NUname: 1000}},
 		{22, &Rauth{rqid{QID{Type: QTAuth, Path: 1}}}},
 		{23, &Tattach{Fid: 0, Tauth: Tauth{Afid: NoFid, Uname: "root", Aname: "/home", NUname: 0}}},

@@ -2,6 +2,7 @@ package ninep
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"sync"
 	"syscall"
@@ -130,24 +131,32 @@ func (n *node) unpin() {
 // from the open listing if it has the name, else one Twalkgetattr; a
 // plain server takes a walk and a getattr.
 func (n *node) LookupAttr(ctx context.Context, name string) (vfs.Node, vfs.Attr, error) {
-	if err := vfs.CheckName("lookup", name); err != nil {
-		return nil, vfs.Attr{}, err
-	}
-	if kid, a := n.fromListing(name); kid != nil {
-		return kid, a, nil
-	}
 	if !n.c.extended {
-		kid, err := n.walkTo(ctx, name)
+		kid, err := n.Lookup(ctx, name) // with the cache's misses
 		if err != nil {
 			return nil, vfs.Attr{}, err
 		}
 		a, err := kid.Attr(ctx)
 		return kid, a, err
 	}
+	if err := vfs.CheckName("lookup", name); err != nil {
+		return nil, vfs.Attr{}, err
+	}
+	miss := cacheKey{cMiss, n.qid.Path, name}
+	if _, ok := n.c.cache.get(miss); ok {
+		return nil, vfs.Attr{}, vfs.Error("lookup", name, syscall.ENOENT)
+	}
+	if kid, a := n.fromListing(name); kid != nil {
+		return kid, a, nil
+	}
 	if err := n.ready(ctx); err != nil {
 		return nil, vfs.Attr{}, asErr("lookup", err)
 	}
+	gen := n.c.cache.since()
 	fid, r, err := n.walkAttrFid(ctx, name)
+	if errors.Is(err, syscall.ENOENT) {
+		n.c.cache.put(miss, nil, 1, n.watched(), gen)
+	}
 	if err != nil {
 		return nil, vfs.Attr{}, asErr("lookup", err)
 	}
@@ -156,7 +165,11 @@ func (n *node) LookupAttr(ctx context.Context, name string) (vfs.Node, vfs.Attr,
 		a, err := kid.Attr(ctx)
 		return kid, a, err
 	}
-	return kid, attrFromWire(&r.Attr), nil
+	a := attrFromWire(&r.Attr)
+	if !a.Volatile {
+		n.c.cache.put(cacheKey{cAttr, a.Ino, ""}, a, 1, a.Watched, gen)
+	}
+	return kid, a, nil
 }
 
 // walkAttrFid walks a new fid to the child name with Twalkgetattr. On

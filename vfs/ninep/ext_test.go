@@ -104,6 +104,7 @@ func TestListingStatsInConstantRoundTrips(t *testing.T) {
 		if !c.Extended() {
 			t.Fatal("a gsvfs client and server did not negotiate the extensions")
 		}
+		noticesOn(t, c)
 		cost := lsL(t, srv, root, dir)
 		t.Logf("ls -l of %d entries: %d requests", n+1, cost)
 		costs = append(costs, cost)
@@ -117,7 +118,8 @@ func TestListingStatsInConstantRoundTrips(t *testing.T) {
 func TestLookupAttrOneRoundTrip(t *testing.T) {
 	tree, dir := diskTree(t, 3)
 	srv, addr := serve(t, tree)
-	_, root := dial(t, addr, "")
+	c, root := dial(t, addr, "")
+	noticesOn(t, c)
 	for _, name := range []string{"f0002", "sub"} {
 		before := srv.Stats().Requests
 		kid, a, err := vfs.LookupAttr(context.Background(), root, name)
@@ -190,7 +192,9 @@ func TestForgetsClunkInBatches(t *testing.T) {
 	const nodes = 1000
 	tree, _ := diskTree(t, 1)
 	srv, addr := serve(t, tree)
-	_, root := dial(t, addr, "")
+	c, root := dial(t, addr, "")
+	noticesOn(t, c)
+	held := serverFids(srv) // the root's, the notices'
 	var kids []vfs.Node
 	for range nodes {
 		kids = append(kids, walk(t, root, "f0000"))
@@ -200,7 +204,7 @@ func TestForgetsClunkInBatches(t *testing.T) {
 		k.(vfs.Forgetter).Forget()
 	}
 	within(t, "the server giving back every forgotten fid", func() error {
-		for serverFids(srv) > 1 { // the root's
+		for serverFids(srv) > held {
 			time.Sleep(time.Millisecond)
 		}
 		return nil
@@ -315,4 +319,16 @@ func TestSlowChildOfQuickDirStallsNothing(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// noticesOn waits until the client's change notices flow, so that the
+// requests that start them are not counted with a test's own.
+func noticesOn(t *testing.T, c *Client) {
+	t.Helper()
+	within(t, "the change notices starting", func() error {
+		for !c.notices.on.Load() {
+			time.Sleep(time.Millisecond)
+		}
+		return nil
+	})
 }

@@ -58,6 +58,8 @@ func (c *conn) dispatchBase(ctx context.Context, m Message) (r Message, err erro
 		r, err = c.fsync(ctx, m)
 	case *Tclunk:
 		r, err = c.clunk(ctx, m)
+	case *Twatch:
+		r, err = c.twatch(ctx, m)
 	case *Tremove:
 		r, err = c.remove(ctx, m)
 	case *Tmkdir:
@@ -214,6 +216,9 @@ func (c *conn) getattr(ctx context.Context, m *Tgetattr) (Message, error) {
 		a, err := f.attrOf(ctx)
 		if err != nil {
 			return nil, err
+		}
+		if c.extended.Load() {
+			return extAttrToWire(a), nil
 		}
 		return attrToWire(a), nil
 	})

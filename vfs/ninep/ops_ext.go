@@ -45,13 +45,13 @@ func entryAttr(ctx context.Context, dir vfs.Node, e vfs.DirEntry) Rgetattr {
 	case e.Name == "." || e.Name == "..":
 		return Rgetattr{}
 	case e.Attr != nil:
-		return *attrToWire(*e.Attr)
+		return *extAttrToWire(*e.Attr)
 	}
 	_, a, err := lookupAttr(ctx, dir, e.Name)
 	if err != nil {
 		return Rgetattr{}
 	}
-	return *attrToWire(a)
+	return *extAttrToWire(a)
 }
 
 // walkgetattr is a walk answered with the attributes of the file
@@ -63,7 +63,7 @@ func (c *conn) walkgetattr(ctx context.Context, m *Twalkgetattr) (Message, error
 	}
 	r := &Rwalkgetattr{Rwalk: Rwalk{QIDs: qids}}
 	if a != nil && len(qids) == len(m.Names) {
-		r.Attr = *attrToWire(*a)
+		r.Attr = *extAttrToWire(*a)
 	}
 	return r, nil
 }

@@ -243,6 +243,7 @@ type conn struct {
 	// extended: Tversion negotiated VersionExt, so the peer is gsvfs and
 	// may send the extension messages.
 	extended atomic.Bool
+	watch    connWatch // the changes a Twatch waits for
 
 	mem   memory       // this connection's share of the server's
 	opens atomic.Int64 // open files (fids holding a handle)
@@ -363,7 +364,7 @@ func mayBlock(ctx context.Context, n vfs.Node) {
 // wait for another request).
 func mayInline(m Message) bool {
 	switch m.(type) {
-	case *Tread, *Twrite, *Tlopen, *Tfsync, *Tlock, *Tflush:
+	case *Tread, *Twrite, *Tlopen, *Tfsync, *Tlock, *Tflush, *Twatch:
 		return false
 	}
 	return true
@@ -463,6 +464,7 @@ func (c *conn) putFrame(bp *[]byte) {
 func (c *conn) version(tag uint16, tv *Tversion) {
 	c.cancelAll()
 	c.dropFids()
+	c.watch.end()
 	rv := &Rversion{Tversion{Msize: min(tv.Msize, c.srv.opts.MaxMsize), Version: Version}}
 	// A client may offer a refinement of 9P2000.L ("9P2000.L.Google.7",
 	// as hugelgupf/p9's client does first); the server answers with the
@@ -609,6 +611,7 @@ func (c *conn) finish() {
 	c.shutdown()
 	c.cancelAll()
 	c.dropFids()
+	c.watch.end()
 }
 
 func errorReply(err error) *Rlerror {

@@ -1,0 +1,149 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A device's tree through the gateway, mounted with `gsvfs mount
+// --server`: a warm `ls -lR` is answered by the caches (the kernel's and
+// the links') at a few round trips to the device, and what other
+// programs change on the device's disk still shows through /mnt/ID at
+// once, by the change notices the device streams, with and without
+// delay on the link.
+func TestDeviceChangesShow(t *testing.T) {
+	// With delay, a smaller tree: its cold walk costs round trips.
+	for _, tc := range []struct {
+		delay time.Duration
+		dirs  int
+	}{{0, 10}, {2 * time.Millisecond, 2}} {
+		t.Run(fmt.Sprint("delay=", tc.delay), func(t *testing.T) { testDeviceChangesShow(t, tc.delay, tc.dirs) })
+	}
+}
+
+func testDeviceChangesShow(t *testing.T, delay time.Duration, dirs int) {
+	host := newNetHost(t, 7)
+	gw, sock := startServe(t, "--listen", "tls:0.0.0.0:0")
+	port := gatewayPort(t, gw.Root)
+	dial := host.hostIP + ":" + port
+	if delay > 0 {
+		dial = startDelayProxy(t, host.hostIP+":0", "127.0.0.1:"+port, delay)
+	}
+	src := filepath.Join(t.TempDir(), "src")
+	for d := range dirs {
+		for f := range 100 {
+			p := filepath.Join(src, fmt.Sprint("d", d), fmt.Sprint("f", f))
+			os.MkdirAll(filepath.Dir(p), 0o755)
+			os.WriteFile(p, []byte("x"), 0o644)
+		}
+	}
+	devRoot := filepath.Join(t.TempDir(), "dev")
+	startDevice(t, host, devRoot, "alpha", joinToken(t, gw.Root, "alpha", dial), "--bind", src+":/workspaces/src")
+	m := mountServer(t, sock.String())
+	// The device is listed once it joined (through the proxy, later).
+	if !waitFor(10*time.Second, func() bool { _, err := os.Stat(filepath.Join(m.Mnt, "sys/devices/alpha")); return err == nil }) {
+		t.Fatalf("alpha did not join within 10s\n%s", gw.log)
+	}
+	waitOnline(t, m.Mnt, "alpha", true, 10*time.Second)
+	tree := filepath.Join(m.Mnt, "mnt/alpha/workspaces/src")
+	stats := filepath.Join(m.Mnt, "mnt/alpha/sys/stats")
+
+	// Warm: the second `ls -lR` of 100 files a directory costs the
+	// device at most 50 requests (the stats file's own read included).
+	start := time.Now()
+	run(t, m.Mnt, "ls", "-lR", tree)
+	cold := time.Since(start)
+	before := linkRequests(t, stats)
+	start = time.Now()
+	run(t, m.Mnt, "ls", "-lR", tree)
+	t.Logf("ls -lR: cold %v, warm %v (for the record; the bench measures)", cold.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+	if n := linkRequests(t, stats) - before; n > 50 {
+		t.Errorf("a warm ls -lR of %d files sent %d requests to the device, want at most 50", dirs*100, n)
+	} else {
+		t.Logf("a warm ls -lR of %d files sent %d requests to the device", dirs*100, n)
+	}
+
+	o := outside{t: t, d: m}
+	f := filepath.Join(tree, "d0", "f0")
+	o.expect("content", "x", "cat", f)
+	o.write(filepath.Join(src, "d0", "f0"), "written on the device\n")
+	o.eventually("a write on the device", "written on the device\n", "cat", f)
+	o.expect("miss", "no\n", "sh", "-c", `test -e "$1" && echo yes || echo no`, "sh", filepath.Join(tree, "new"))
+	o.write(filepath.Join(src, "new"), "made on the device\n")
+	o.eventually("a file made on the device", "made on the device\n", "cat", filepath.Join(tree, "new"))
+	o.expect("listing", "f0\nf1\n", "sh", "-c", `ls "$1" | head -2`, "sh", filepath.Join(tree, "d1"))
+	if err := os.Remove(filepath.Join(src, "d1", "f0")); err != nil {
+		t.Fatal(err)
+	}
+	o.eventually("a removal on the device", "f1\nf10\n", "sh", "-c", `ls "$1" | head -2`, "sh", filepath.Join(tree, "d1"))
+	o.eventually("a removal on the device", "no\n", "sh", "-c", `test -e "$1" && echo yes || echo no`, "sh", filepath.Join(tree, "d1", "f0"))
+	if delay == 0 {
+		cachesDroppedOnReconnect(t, host, m, o, src, tree)
+	}
+}
+
+// cachesDroppedOnReconnect: what the caches held of a device is dropped
+// when its link comes back, since no notice could tell of the changes
+// made while it was cut. The kernel would keep a watched file's
+// attributes for a minute, far past the wait here.
+func cachesDroppedOnReconnect(t *testing.T, host *netHost, m *daemon, o outside, src, tree string) {
+	f := filepath.Join(tree, "d2", "f2")
+	o.expect("size before the cut", "1\n", "stat", "-c", "%s", f)
+	host.blackhole(t)
+	waitOnline(t, m.Mnt, "alpha", false, 10*time.Second)
+	o.write(filepath.Join(src, "d2", "f2"), "changed while cut off\n")
+	host.restore(t)
+	took := waitOnline(t, m.Mnt, "alpha", true, 40*time.Second)
+	t.Logf("alpha back %v after the link was restored", took)
+	o.eventually("a change made while cut off", "22\n", "stat", "-c", "%s", f)
+}
+
+// linkRequests reads the requests a device's links to its gateways
+// served, from its /sys/stats.
+func linkRequests(t *testing.T, stats string) int64 {
+	t.Helper()
+	b, err := os.ReadFile(stats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^edge 9p links to gateways connections \d+ requests (\d+)`).FindSubmatch(b)
+	if m == nil {
+		t.Fatalf("no link edge in the device's /sys/stats:\n%s", b)
+	}
+	n, _ := strconv.ParseInt(string(m[1]), 10, 64)
+	return n
+}
+
+// startDelayProxy runs bench/delayproxy listening on listen and
+// forwarding to to with delay added each way; it returns its address.
+func startDelayProxy(t *testing.T, listen, to string, delay time.Duration) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "delayproxy")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../bench/delayproxy").CombinedOutput(); err != nil {
+		t.Fatalf("building delayproxy: %v: %s", err, out)
+	}
+	cmd := exec.Command(bin, "-listen", listen, "-to", to, "-delay", delay.String())
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	addr, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("delayproxy said no address: %v", err)
+	}
+	return strings.TrimSpace(addr)
+}

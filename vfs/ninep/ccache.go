@@ -1,0 +1,277 @@
+package ninep
+
+import (
+	"container/list"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/gsvfs/gsvfs/vfs"
+)
+
+// The client's cache of what the server said: attributes, names found
+// missing, directory listings and extended attributes (values and
+// misses: security.selinux and the ACL names are asked of nearly every
+// file and nearly always missing). It lives here, in the client, rather
+// than in devices/ (whose remote device nodes wrap these), because both
+// users of a gsvfs server over a link need it: a device at /mnt/ID and
+// `gsvfs mount --server`, whose root is this client's node.
+//
+// What it holds stays true in one of two ways. On a connection that
+// negotiated VersionExt, with the server's change notices flowing
+// (Twatch), an entry for a file the server says it watches
+// (AttrGsvfsWatched) is kept until a notice or this client's own change
+// drops it. Anything else (a plain 9P2000.L peer, a refused Twatch, an
+// unwatched file) is kept for CacheTTL only, so a change made on the far
+// side shows within that. A lost notice drops everything; the cache
+// dies with its connection, so a reconnect starts empty. It is bounded
+// by ClientOptions.CacheSize, dropping the least recently used entries.
+
+// CacheTTL is how long the client trusts what the server said without
+// change notices.
+const CacheTTL = time.Second
+
+// DefaultCacheSize is the cache's bound, in entries: an attribute, a
+// miss or an xattr value is one, a listing one per name in it.
+const DefaultCacheSize = 1 << 16
+
+// cacheKind is what an entry records about a file.
+type cacheKind uint8
+
+const (
+	cAttr   cacheKind = iota // vfs.Attr of ino
+	cMiss                    // name is not in directory ino
+	cList                    // []vfs.DirEntry of directory ino
+	cXattr                   // map[string]xattrValue: ino's values and misses
+	cXnames                  // []string of ino's xattr names
+	cEntry                   // uint64: the file name in directory ino led to
+)
+
+type cacheKey struct {
+	kind cacheKind
+	ino  uint64
+	name string
+}
+
+// xattrValue is a value, or the errno that asking for it gave (ENODATA).
+type xattrValue struct {
+	val []byte
+	err error
+}
+
+type cacheEntry struct {
+	key   cacheKey
+	val   any
+	cost  int
+	until time.Time // zero: kept until dropped (notices flow)
+}
+
+type cache struct {
+	mu sync.Mutex
+	// notified: the server's notices flow, so what it says it watches
+	// may be kept until a notice drops it.
+	notified bool
+	// gen counts the batches of notices applied: a reply fetched across
+	// one may be older than a change it reported, and is kept for
+	// CacheTTL only.
+	gen   uint64
+	max   int
+	cost  int
+	lru   list.List // of *cacheEntry, most recent first
+	byKey map[cacheKey]*list.Element
+	now   func() time.Time
+}
+
+func newCache(size int) *cache {
+	if size <= 0 {
+		size = DefaultCacheSize
+	}
+	return &cache{max: size, byKey: map[cacheKey]*list.Element{}, now: time.Now}
+}
+
+// get returns what k holds, if it holds anything still good.
+func (c *cache) get(k cacheKey) (any, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el := c.byKey[k]
+	if el == nil {
+		return nil, false
+	}
+	e := el.Value.(*cacheEntry)
+	if !e.until.IsZero() && !c.now().Before(e.until) {
+		c.removeLocked(el)
+		return nil, false
+	}
+	c.lru.MoveToFront(el)
+	return e.val, true
+}
+
+// since is the generation a fetch starts in, to give put.
+func (c *cache) since() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gen
+}
+
+// put records v, fetched in generation gen, under k: until a notice
+// drops it if the file is watched and no notice came since, else for
+// CacheTTL.
+func (c *cache) put(k cacheKey, v any, cost int, watched bool, gen uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.putLocked(k, v, cost, watched && c.notified && c.gen == gen)
+}
+
+func (c *cache) putLocked(k cacheKey, v any, cost int, long bool) {
+	cost = max(cost, 1)
+	if cost > c.maxListing() {
+		return // one listing may not crowd out the rest
+	}
+	e := &cacheEntry{key: k, val: v, cost: cost}
+	if !long {
+		e.until = c.now().Add(CacheTTL)
+	}
+	if el := c.byKey[k]; el != nil {
+		c.removeLocked(el)
+	}
+	c.byKey[k] = c.lru.PushFront(e)
+	c.cost += cost
+	for c.cost > c.max {
+		c.removeLocked(c.lru.Back())
+	}
+}
+
+// maxListing is the most one entry may cost: an eighth of the cache.
+func (c *cache) maxListing() int { return c.max / 8 }
+
+func (c *cache) removeLocked(el *list.Element) {
+	e := c.lru.Remove(el).(*cacheEntry)
+	delete(c.byKey, e.key)
+	c.cost -= e.cost
+}
+
+// xattr returns the value (or miss) of ino's attribute name.
+func (c *cache) xattr(ino uint64, name string) (xattrValue, bool) {
+	v, ok := c.get(cacheKey{cXattr, ino, ""})
+	if !ok {
+		return xattrValue{}, false
+	}
+	x, ok := v.(map[string]xattrValue)[name]
+	return x, ok
+}
+
+// putXattr adds the value of ino's attribute name to those held. The
+// values of a file are one entry, dropped together; it is trusted for
+// as long as its least trusted value.
+func (c *cache) putXattr(ino uint64, name string, x xattrValue, watched bool, gen uint64) {
+	k := cacheKey{cXattr, ino, ""}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	long := watched && c.notified && c.gen == gen
+	m := map[string]xattrValue{}
+	cost := 0
+	if el := c.byKey[k]; el != nil {
+		e := el.Value.(*cacheEntry)
+		long = long && e.until.IsZero()
+		m = maps.Clone(e.val.(map[string]xattrValue))
+		cost = e.cost
+	}
+	if len(m) >= maxXattrsHeld {
+		return
+	}
+	m[name] = x
+	c.putLocked(k, m, cost+1+len(x.val)/64, long)
+}
+
+// maxXattrsHeld bounds the attribute names held for one file.
+const maxXattrsHeld = 64
+
+// drop forgets the entries under ks.
+// A fetch in flight across a drop is not trusted long: it may have
+// read the file before the change that made the drop.
+func (c *cache) drop(ks ...cacheKey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	for _, k := range ks {
+		if el := c.byKey[k]; el != nil {
+			c.removeLocked(el)
+		}
+	}
+}
+
+// dropFile forgets everything about ino.
+func (c *cache) dropFile(ino uint64) {
+	c.drop(cacheKey{cAttr, ino, ""}, cacheKey{cList, ino, ""}, cacheKey{cXattr, ino, ""}, cacheKey{cXnames, ino, ""})
+}
+
+// dropEntry forgets what changes when name in dir comes, goes or
+// changes: the directory, the file the name led to (if its listing
+// says), and the name's miss.
+func (c *cache) dropEntry(dir uint64, name string) {
+	if v, ok := c.get(cacheKey{cList, dir, ""}); ok {
+		for _, e := range v.([]vfs.DirEntry) {
+			if e.Name == name {
+				c.dropFile(e.Ino)
+			}
+		}
+	}
+	if v, ok := c.get(cacheKey{cEntry, dir, name}); ok {
+		c.dropFile(v.(uint64))
+	}
+	c.dropFile(dir)
+	c.drop(cacheKey{cMiss, dir, name}, cacheKey{cEntry, dir, name})
+}
+
+// walked notes that name in dir led to ino, so that a change of the
+// name drops what is held of the file (its link count, its times). A
+// note is only ever used to drop, so it needs no time limit.
+func (c *cache) walked(dir uint64, name string, ino uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.putLocked(cacheKey{cEntry, dir, name}, ino, 1, true)
+}
+
+// dropAll forgets everything.
+func (c *cache) dropAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lru.Init()
+	c.byKey = map[cacheKey]*list.Element{}
+	c.cost = 0
+}
+
+// size is the entries' cost, for tests and stats.
+func (c *cache) size() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cost
+}
+
+// notify says whether the server's notices flow; either way, nothing
+// held so far is trusted any more.
+func (c *cache) notify(on bool) {
+	c.mu.Lock()
+	c.notified = on
+	c.gen++
+	c.mu.Unlock()
+	c.dropAll()
+}
+
+// apply drops what a batch of the server's changes made stale.
+func (c *cache) apply(cs []vfs.Change) {
+	c.mu.Lock()
+	c.gen++
+	c.mu.Unlock()
+	for _, ch := range cs {
+		switch {
+		case ch.Lost:
+			c.dropAll()
+		case ch.Dir != 0:
+			c.dropEntry(ch.Dir, ch.Name)
+		}
+		if ch.Attr.Ino != 0 {
+			c.dropFile(ch.Attr.Ino)
+		}
+	}
+}

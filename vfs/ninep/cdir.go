@@ -1,0 +1,153 @@
+package ninep
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"syscall"
+
+	"github.com/gsvfs/gsvfs/vfs"
+)
+
+// A directory read whole from its start is cached (ccache.go), and a
+// later open of it for reading lists from the cache without a round
+// trip: an `ls -lR` again costs the server nothing for listings.
+
+// dirFill collects the listing of a directory handle while it is read
+// from the start, in order, to the end.
+type dirFill struct {
+	n    *node
+	gen  uint64 // the cache's generation when the directory was opened
+	all  []vfs.DirEntry
+	at   uint64 // the offset the next read must start at to go on
+	skip bool   // the reads left the order: nothing is cached
+}
+
+// add takes one ReadDir's outcome at off.
+func (f *dirFill) add(off uint64, out []vfs.DirEntry, err error) {
+	switch {
+	case off == 0:
+		f.all, f.at, f.skip = nil, 0, false
+	case off != f.at:
+		f.skip = true
+	}
+	if f.skip || err != nil {
+		f.skip = true
+		return
+	}
+	if len(out) == 0 { // the end: the listing is whole
+		c := f.n.c.cache
+		c.put(cacheKey{cList, f.n.qid.Path, ""}, f.all, 1+len(f.all), f.n.watched(), f.gen)
+		f.skip = true
+		return
+	}
+	f.all = append(f.all, out...)
+	f.at = out[len(out)-1].Next
+	if len(f.all) > f.n.c.cache.maxListing() { // more than the cache takes
+		f.all, f.skip = nil, true
+	}
+}
+
+// cachedDir is a directory opened for reading while its listing is
+// cached. What a listing does not answer (fsync, locks) opens the
+// directory on the server then.
+type cachedDir struct {
+	n    *node
+	ents []vfs.DirEntry
+	mu   sync.Mutex
+	real vfs.Handle
+}
+
+var (
+	_ vfs.DirReader    = (*cachedDir)(nil)
+	_ vfs.HandleAttrer = (*cachedDir)(nil)
+	_ vfs.Syncer       = (*cachedDir)(nil)
+	_ vfs.Locker       = (*cachedDir)(nil)
+)
+
+// cachedDirChunk is how many entries one ReadDir of a cached listing
+// returns.
+const cachedDirChunk = 1024
+
+func (n *node) cachedDir(flags int) *cachedDir {
+	if n.qid.Type&QTDir == 0 || flags&syscall.O_ACCMODE != syscall.O_RDONLY {
+		return nil
+	}
+	v, ok := n.c.cache.get(cacheKey{cList, n.qid.Path, ""})
+	if !ok {
+		return nil
+	}
+	return &cachedDir{n: n, ents: v.([]vfs.DirEntry)}
+}
+
+func (d *cachedDir) ReadDir(ctx context.Context, off uint64) ([]vfs.DirEntry, error) {
+	i := 0
+	if off != 0 {
+		i = slices.IndexFunc(d.ents, func(e vfs.DirEntry) bool { return e.Next == off }) + 1
+		if i == 0 {
+			return nil, vfs.Error("readdir", "", syscall.EINVAL)
+		}
+	}
+	return slices.Clone(d.ents[i:min(len(d.ents), i+cachedDirChunk)]), nil
+}
+
+func (d *cachedDir) ReadAt(context.Context, []byte, int64) (int, error) {
+	return 0, vfs.Error("read", "", syscall.EISDIR)
+}
+
+func (d *cachedDir) WriteAt(context.Context, []byte, int64) (int, error) {
+	return 0, vfs.Error("write", "", syscall.EISDIR)
+}
+
+func (d *cachedDir) Attr(ctx context.Context) (vfs.Attr, error) { return d.n.Attr(ctx) }
+
+func (d *cachedDir) SetAttr(ctx context.Context, s vfs.SetAttr) (vfs.Attr, error) {
+	return d.n.SetAttr(ctx, s)
+}
+
+func (d *cachedDir) Sync(ctx context.Context) error {
+	h, err := d.opened(ctx)
+	if err != nil {
+		return err
+	}
+	return h.(vfs.Syncer).Sync(ctx)
+}
+
+func (d *cachedDir) Lock(ctx context.Context, r vfs.LockRequest) (vfs.Lock, error) {
+	if r.Cmd == vfs.LockClose && d.realHandle() == nil {
+		return vfs.Lock{}, nil
+	}
+	h, err := d.opened(ctx)
+	if err != nil {
+		return vfs.Lock{}, err
+	}
+	return h.(vfs.Locker).Lock(ctx, r)
+}
+
+func (d *cachedDir) realHandle() vfs.Handle {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.real
+}
+
+// opened is the directory opened on the server, once.
+func (d *cachedDir) opened(ctx context.Context) (vfs.Handle, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.real != nil {
+		return d.real, nil
+	}
+	h, err := d.n.open(ctx, syscall.O_RDONLY)
+	if err != nil {
+		return nil, err
+	}
+	d.real = h
+	return h, nil
+}
+
+func (d *cachedDir) Close() error {
+	if h := d.realHandle(); h != nil {
+		return h.Close()
+	}
+	return nil
+}

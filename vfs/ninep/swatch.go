@@ -1,0 +1,137 @@
+package ninep
+
+import (
+	"context"
+	"sync"
+	"syscall"
+
+	"github.com/gsvfs/gsvfs/vfs"
+)
+
+// MaxWatchBacklog bounds the changes a server holds for one connection
+// between two of its Twatches. Past it the backlog is dropped and the
+// next Rwatch says only that changes were lost, so a client that stops
+// asking (or cannot keep up) costs the server a bounded amount of memory.
+const MaxWatchBacklog = 4096
+
+// maxNameLen is the longest name a change carries (vfs.CheckName's
+// bound): a Twatch's count must leave room for one change of it.
+const maxNameLen = 255
+
+// connWatch is a connection's subscription to its tree's changes, made
+// by its first Twatch and ended with the connection (or a new Tversion).
+type connWatch struct {
+	mu      sync.Mutex
+	on      bool
+	stop    func()
+	backlog []vfs.Change
+	lost    bool
+	ready   chan struct{} // signalled when the backlog gains something
+}
+
+// twatch answers a Twatch: at once, empty, the first time (the
+// subscription is made), then with the next batch of changes.
+func (c *conn) twatch(ctx context.Context, m *Twatch) (Message, error) {
+	if !c.extended.Load() {
+		return nil, vfs.Error("watch", "", syscall.EOPNOTSUPP)
+	}
+	first, err := withFid(ctx, c, m.Fid, func(f *fid) (bool, error) {
+		w, ok := f.node().(vfs.Watcher)
+		if !ok {
+			return false, vfs.Error("watch", "", syscall.EOPNOTSUPP)
+		}
+		return c.watch.start(w), nil
+	})
+	if err != nil || first {
+		return &Rwatch{}, err
+	}
+	limit := int(min(m.Count, c.msize)) - headerSize - 2
+	if limit < changeMinSize+rgetattrSize+maxNameLen {
+		return nil, vfs.Error("watch", "", syscall.EINVAL)
+	}
+	return c.watch.next(ctx, limit)
+}
+
+// start subscribes to w unless the connection already is; it says
+// whether it subscribed now.
+func (w *connWatch) start(src vfs.Watcher) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.on {
+		return false
+	}
+	w.on, w.ready = true, make(chan struct{}, 1)
+	w.stop = src.Watch(w.add)
+	return true
+}
+
+// add queues a batch, or past MaxWatchBacklog drops the backlog for a
+// Lost. It never waits: it runs on the tree's watch.
+func (w *connWatch) add(cs []vfs.Change) {
+	w.mu.Lock()
+	if w.lost || len(w.backlog)+len(cs) > MaxWatchBacklog {
+		w.backlog, w.lost = nil, true
+	} else {
+		w.backlog = append(w.backlog, cs...)
+	}
+	ready := w.ready
+	w.mu.Unlock()
+	select {
+	case ready <- struct{}{}:
+	default:
+	}
+}
+
+// next waits for changes and takes as many as fit in limit bytes.
+func (w *connWatch) next(ctx context.Context, limit int) (Message, error) {
+	for {
+		if r := w.take(limit); r != nil {
+			return r, nil
+		}
+		w.mu.Lock()
+		ready := w.ready
+		w.mu.Unlock()
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			return nil, vfs.Error("watch", "", syscall.EINTR)
+		}
+	}
+}
+
+// take removes the batch to send, nil if there is none.
+func (w *connWatch) take(limit int) *Rwatch {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.lost {
+		w.lost = false
+		return &Rwatch{Changes: []vfs.Change{{Lost: true}}}
+	}
+	n, size := 0, 0
+	for ; n < len(w.backlog) && n < 0xffff; n++ {
+		if size += changeSize(w.backlog[n]); size > limit {
+			break
+		}
+	}
+	switch {
+	case n == 0 && len(w.backlog) > 0: // a change too large to ever send
+		w.backlog = nil
+		return &Rwatch{Changes: []vfs.Change{{Lost: true}}}
+	case n == 0:
+		return nil
+	}
+	r := &Rwatch{Changes: append([]vfs.Change(nil), w.backlog[:n]...)}
+	w.backlog = append(w.backlog[:0], w.backlog[n:]...)
+	return r
+}
+
+// end unsubscribes and forgets the backlog.
+func (w *connWatch) end() {
+	w.mu.Lock()
+	stop := w.stop
+	w.on, w.stop, w.backlog, w.lost = false, nil, nil, false
+	w.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+}

@@ -1,0 +1,117 @@
+package ninep
+
+import "github.com/gsvfs/gsvfs/vfs"
+
+// The change notices of gsvfs's extensions (VersionExt). A client keeps
+// one Twatch outstanding on a connection; the server answers it with the
+// changes made to its tree since the last answer, as soon as there are
+// any, and the client asks again. The first Twatch of a connection is
+// answered at once, empty: from then on every change is reported, so
+// the client may trust what it caches of watched files.
+//
+//	Twatch: fid[4] count[4]            (count bounds the reply's size)
+//	Rwatch: n[2] n*(flags[1] dir[8] name[s] attr, if flags&watchAttr)
+//
+// attr is an Rgetattr body. Each change is a vfs.Change in the server's
+// inode numbers, which are its QID paths.
+
+// Rwatch change flags.
+const (
+	watchLost = 1 << iota // changes were lost: everything may be stale
+	watchData             // the file's content changed
+	watchAttr             // an attr follows: what the entry leads to now
+)
+
+// AttrGsvfsWatched is an Rgetattr valid bit that a gsvfs server sets, on
+// a connection that negotiated VersionExt, for a file whose changes its
+// Twatch reports (vfs.Attr.Watched). Plain peers never see it.
+const AttrGsvfsWatched = 1 << 62
+
+// Twatch asks for the next batch of changes of the tree fid is in.
+type Twatch struct {
+	Fid, Count uint32
+}
+
+func (*Twatch) msgType() uint8 { return msgTwatch }
+func (m *Twatch) encode(e *encoder) {
+	e.u32(m.Fid)
+	e.u32(m.Count)
+}
+func (m *Twatch) decode(d *decoder) { m.Fid, m.Count = d.u32(), d.u32() }
+
+// Rwatch carries a batch of changes.
+type Rwatch struct {
+	Changes []vfs.Change
+}
+
+func (*Rwatch) msgType() uint8 { return msgRwatch }
+func (m *Rwatch) encode(e *encoder) {
+	e.u16(uint16(len(m.Changes)))
+	for _, c := range m.Changes {
+		e.u8(changeFlags(c))
+		e.u64(c.Dir)
+		e.str(c.Name)
+		if c.Attr.Ino != 0 {
+			extAttrToWire(c.Attr).encode(e)
+		}
+	}
+}
+func (m *Rwatch) decode(d *decoder) {
+	n := int(d.u16())
+	m.Changes = make([]vfs.Change, 0, min(n, len(d.b)/changeMinSize))
+	for i := 0; i < n && d.err == nil; i++ {
+		flags := d.u8()
+		c := vfs.Change{Dir: d.u64(), Name: d.str(), Lost: flags&watchLost != 0, Data: flags&watchData != 0}
+		if flags&watchAttr != 0 {
+			var r Rgetattr
+			r.decode(d)
+			c.Attr = attrFromWire(&r)
+		}
+		m.Changes = append(m.Changes, c)
+	}
+}
+
+// extAttrToWire is attrToWire for a peer that negotiated VersionExt:
+// it says whether the file is watched.
+func extAttrToWire(a vfs.Attr) *Rgetattr {
+	r := attrToWire(a)
+	if a.Watched {
+		r.Valid |= AttrGsvfsWatched
+	}
+	return r
+}
+
+func changeFlags(c vfs.Change) uint8 {
+	var f uint8
+	if c.Lost {
+		f |= watchLost
+	}
+	if c.Data {
+		f |= watchData
+	}
+	if c.Attr.Ino != 0 {
+		f |= watchAttr
+	}
+	return f
+}
+
+// changeMinSize is a change's wire size without a name or attr;
+// rgetattrSize is an Rgetattr body's.
+const (
+	changeMinSize = 1 + 8 + 2
+	rgetattrSize  = 8 + 13 + 3*4 + 15*8
+)
+
+// changeSize is c's size on the wire.
+func changeSize(c vfs.Change) int {
+	n := changeMinSize + len(c.Name)
+	if c.Attr.Ino != 0 {
+		n += rgetattrSize
+	}
+	return n
+}
+
+func init() {
+	messageTypes[msgTwatch] = func() Message { return new(Twatch) }
+	messageTypes[msgRwatch] = func() Message { return new(Rwatch) }
+}
