@@ -161,6 +161,7 @@ func (n *node) LookupAttr(ctx context.Context, name string) (vfs.Node, vfs.Attr,
 		return nil, vfs.Attr{}, asErr("lookup", err)
 	}
 	kid := n.c.newNode(fid, r.QIDs[0], n.uid)
+	n.c.cache.walked(n.qid.Path, name, r.QIDs[0].Path)
 	if r.Attr.Valid == 0 { // the server could not stat what it walked to
 		a, err := kid.Attr(ctx)
 		return kid, a, err
@@ -200,6 +201,7 @@ func (n *node) fromListing(name string) (*node, vfs.Attr) {
 		return nil, vfs.Attr{}
 	}
 	delete(n.listed.names, name)
+	n.c.cache.walked(n.qid.Path, name, e.Ino)
 	n.pins++
 	kid := &node{c: n.c, qid: QID{Path: e.Ino}, uid: n.uid}
 	kid.from, kid.name, kid.gen = n, name, e.Gen
