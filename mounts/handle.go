@@ -141,6 +141,10 @@ func (d *dirHandle) ReadDir(ctx context.Context, off uint64) ([]vfs.DirEntry, er
 				continue
 			}
 			e.Ino = d.n.mnt.fold(e.Ino)
+			if e.Attr != nil {
+				a := d.n.fold(*e.Attr)
+				e.Attr = &a
+			}
 			e.Next = off
 			out = append(out, e)
 		}

@@ -101,6 +101,35 @@ func (n *node) Lookup(ctx context.Context, name string) (_ vfs.Node, err error) 
 	return nil, err
 }
 
+// LookupAttr is Lookup with the child's attributes (vfs.AttrLookuper),
+// in one step where the backend can: a device's tree walks and stats in
+// one round trip.
+func (n *node) LookupAttr(ctx context.Context, name string) (vfs.Node, vfs.Attr, error) {
+	p := path.Join(n.path, name)
+	if !n.virtual() && vfs.ValidName(name) && !n.refuses(name) && n.t.mountAt(p) == nil {
+		kid, a, err := n.lookupInner(ctx, name)
+		if err == nil || vfs.Errno(err) != syscall.ENOENT || !n.t.busy(p) {
+			return kid, a, err
+		}
+	}
+	kid, err := n.Lookup(ctx, name)
+	if err != nil {
+		return nil, vfs.Attr{}, err
+	}
+	a, err := kid.Attr(ctx)
+	return kid, a, err
+}
+
+// lookupInner looks name up in the backend, with its attributes.
+func (n *node) lookupInner(ctx context.Context, name string) (_ vfs.Node, _ vfs.Attr, err error) {
+	defer n.tally(&err)
+	inner, a, err := vfs.LookupAttr(ctx, n.inner, name)
+	if err != nil {
+		return nil, vfs.Attr{}, err
+	}
+	return n.child(name, inner), n.fold(a), nil
+}
+
 func (n *node) Open(ctx context.Context, flags int) (_ vfs.Handle, err error) {
 	defer n.tally(&err)
 	if n.virtual() {

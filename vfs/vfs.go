@@ -73,6 +73,13 @@ type DirEntry struct {
 	Type uint32 // S_IFMT bits of the mode, or 0 when unknown
 	// Next is the offset that resumes the listing just after this entry.
 	Next uint64
+	// Attr, when not nil, is the entry's full attributes, given by a
+	// backend that had them at no extra cost (a 9P peer answering a
+	// readdir with attributes), so that an edge or a cache can answer a
+	// stat of each entry without asking again (FUSE READDIRPLUS, ls -l).
+	// They are as of the listing. A layer that changes what Attr
+	// returns (folding inode numbers) changes this too, or sets it nil.
+	Attr *Attr
 }
 
 // DirReader is implemented by the handle of an open directory.
@@ -87,6 +94,30 @@ type DirReader interface {
 // Readlinker is a symlink.
 type Readlinker interface {
 	Readlink(ctx context.Context) (string, error)
+}
+
+// AttrLookuper is a directory whose lookup can give the child's
+// attributes in the same step, as a 9P peer that walks and stats in one
+// round trip does. Edges that need both (FUSE's LOOKUP) call LookupAttr.
+type AttrLookuper interface {
+	LookupAttr(ctx context.Context, name string) (Node, Attr, error)
+}
+
+// LookupAttr looks name up in dir and stats it: in one step where dir is
+// an AttrLookuper, else Lookup then Attr.
+func LookupAttr(ctx context.Context, dir Node, name string) (Node, Attr, error) {
+	if al, ok := dir.(AttrLookuper); ok {
+		return al.LookupAttr(ctx, name)
+	}
+	n, err := dir.Lookup(ctx, name)
+	if err != nil {
+		return nil, Attr{}, err
+	}
+	a, err := n.Attr(ctx)
+	if err != nil {
+		return nil, Attr{}, err
+	}
+	return n, a, nil
 }
 
 // Symlinker is a directory that can make symlinks.

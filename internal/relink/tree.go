@@ -79,14 +79,15 @@ type node struct {
 }
 
 var (
-	_ vfs.Node       = (*node)(nil)
-	_ vfs.Readlinker = (*node)(nil)
-	_ vfs.Symlinker  = (*node)(nil)
-	_ vfs.Linker     = (*node)(nil)
-	_ vfs.Mknoder    = (*node)(nil)
-	_ vfs.StatFSer   = (*node)(nil)
-	_ vfs.Xattrer    = (*node)(nil)
-	_ vfs.Forgetter  = (*node)(nil)
+	_ vfs.Node         = (*node)(nil)
+	_ vfs.Readlinker   = (*node)(nil)
+	_ vfs.Symlinker    = (*node)(nil)
+	_ vfs.Linker       = (*node)(nil)
+	_ vfs.Mknoder      = (*node)(nil)
+	_ vfs.StatFSer     = (*node)(nil)
+	_ vfs.Xattrer      = (*node)(nil)
+	_ vfs.Forgetter    = (*node)(nil)
+	_ vfs.AttrLookuper = (*node)(nil)
 )
 
 // cur is the node on the current link, walked again if the link changed
@@ -218,6 +219,20 @@ func (n *node) Lookup(ctx context.Context, name string) (vfs.Node, error) {
 		return nil, err
 	}
 	return n.child(name, kid, link), nil
+}
+
+// LookupAttr is Lookup with the child's attributes (vfs.AttrLookuper):
+// one round trip to a gsvfs far end.
+func (n *node) LookupAttr(ctx context.Context, name string) (vfs.Node, vfs.Attr, error) {
+	in, link, err := n.cur(ctx, "lookup")
+	if err != nil {
+		return nil, vfs.Attr{}, err
+	}
+	kid, a, err := vfs.LookupAttr(ctx, in, name)
+	if err != nil {
+		return nil, vfs.Attr{}, err
+	}
+	return n.child(name, kid, link), a, nil
 }
 
 func (n *node) Open(ctx context.Context, flags int) (vfs.Handle, error) {

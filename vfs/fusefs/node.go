@@ -114,6 +114,11 @@ func (n *node) adopt(ctx context.Context, name string, child vfs.Node, out *fuse
 	if err != nil {
 		return nil, n.srv.toErrno("getattr", err)
 	}
+	return n.adoptAttr(ctx, name, child, a, out)
+}
+
+// adoptAttr is adopt with the child's attributes already known.
+func (n *node) adoptAttr(ctx context.Context, name string, child vfs.Node, a vfs.Attr, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	fillAttr(&out.Attr, a)
 	out.SetEntryTimeout(n.srv.cacheTime(a, n.w.watched.Load()))
 	out.SetAttrTimeout(n.srv.cacheTime(a, true))
@@ -130,7 +135,10 @@ func (n *node) adopt(ctx context.Context, name string, child vfs.Node, out *fuse
 
 func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	ctx = reqCtx(ctx)
-	child, err := n.vn.Lookup(ctx, name)
+	// One step where the tree can (a 9P peer walks and stats in one
+	// round trip, and READDIRPLUS's lookups of what it just listed cost
+	// none).
+	child, a, err := vfs.LookupAttr(ctx, n.vn, name)
 	if err != nil {
 		errno := vfs.Errno(err)
 		// The kernel caches a miss (for Options.WatchedCacheTime, see
@@ -144,7 +152,7 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*go
 		}
 		return nil, errno
 	}
-	return n.adopt(ctx, name, child, out)
+	return n.adoptAttr(ctx, name, child, a, out)
 }
 
 func (n *node) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {

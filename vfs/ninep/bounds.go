@@ -110,6 +110,8 @@ func replySize(m Message) int64 {
 		return int64(m.Count) + clientIOHeader
 	case *Treaddir:
 		return int64(m.Count) + clientIOHeader
+	case *Treaddirplus:
+		return int64(m.Count) + clientIOHeader
 	case *Twatch:
 		return int64(m.Count)
 	}
@@ -182,19 +184,62 @@ func (c *Client) clunkLater(fid uint32) {
 }
 
 // clunker runs queued clunks until the connection ends, clunkers of
-// them at once; an idle connection costs one goroutine for them.
+// them at once; an idle connection costs one goroutine for them. With
+// the extensions, the fids queued by the time a clunk may start go
+// together in one Tclunkmany (a kernel forgets inodes by the thousand).
 func (c *Client) clunker() {
 	running := make(chan struct{}, clunkers)
 	for {
 		select {
 		case fid := <-c.clunks:
 			running <- struct{}{} // a clunk ends within its own timeout
+			fids := c.gatherClunks(fid)
 			go func() {
 				defer func() { <-running }()
-				c.clunk(fid)
+				c.clunkAll(fids)
 			}()
 		case <-c.dead:
 			return
+		}
+	}
+}
+
+// gatherClunks adds to fid the fids queued behind it, as many as one
+// Tclunkmany carries; just fid without the extensions.
+func (c *Client) gatherClunks(fid uint32) []uint32 {
+	fids := []uint32{fid}
+	most := min(MaxClunkMany, int(c.msize-headerSize-2)/4)
+	for c.extended && len(fids) < most {
+		select {
+		case f := <-c.clunks:
+			fids = append(fids, f)
+		default:
+			return fids
+		}
+	}
+	return fids
+}
+
+// clunkAll clunks fids, in one request when there are several; if that
+// fails short of the connection's end, each is clunked on its own.
+func (c *Client) clunkAll(fids []uint32) {
+	if len(fids) == 1 {
+		c.clunk(fids[0])
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*c.liveness)
+	defer cancel()
+	_, err := do[*Rclunkmany](ctx, c, &Tclunkmany{Fids: fids})
+	switch {
+	case err == nil:
+		c.mu.Lock()
+		for _, f := range fids {
+			c.fids.put(f)
+		}
+		c.mu.Unlock()
+	case c.Err() == nil:
+		for _, f := range fids {
+			c.clunk(f)
 		}
 	}
 }
@@ -221,20 +266,15 @@ func (l *listing) start(c *Client, off uint64) error {
 	return l.check(c)
 }
 
-// add counts a batch and checks the bounds.
-func (l *listing) add(c *Client, ents []Dirent) error {
-	for _, e := range ents {
-		if e.Name == "." || e.Name == ".." {
-			l.dots++
-			continue
-		}
+// count counts one entry of a batch; check the bounds after the batch.
+func (l *listing) count(e *Dirent) {
+	if e.Name == "." || e.Name == ".." {
+		l.dots++
+	} else {
 		l.entries++
 		l.bytes += int64(len(e.Name))
 	}
-	if len(ents) > 0 {
-		l.next = ents[len(ents)-1].Offset
-	}
-	return l.check(c)
+	l.next = e.Offset
 }
 
 func (l *listing) check(c *Client) error {

@@ -15,14 +15,19 @@ type handle struct {
 	fid  uint32
 	ino  uint64 // the file's QID path, its key in the cache
 	once sync.Once
+	ra   *readAhead // nil where nothing is read ahead (cread.go)
 }
 
 // dirHandle is an open remote directory.
 type dirHandle struct {
 	*handle
+	dir  *node // the node opened, whose lookups its listings prefill
 	mu   sync.Mutex
 	list listing
-	fill *dirFill // collects a whole listing for the cache
+	// plain: this listing goes on with Treaddir, its caller not having
+	// looked up what Treaddirplus brought (see wantPlus).
+	plain bool
+	fill  *dirFill // collects a whole listing for the cache
 }
 
 var (
@@ -37,21 +42,31 @@ func (c *Client) newHandle(fid uint32, q QID) vfs.Handle {
 	if q.Type&QTDir != 0 {
 		return &dirHandle{handle: h}
 	}
+	if q.Type == QTFile && q.Version != 0 { // stored content, not generated
+		h.ra = &readAhead{}
+	}
 	return h
 }
 
 func (h *handle) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	if h.ra != nil {
+		return h.readAhead(ctx, p, off)
+	}
 	return h.c.readAt(ctx, h.fid, p, off)
 }
 
 // WriteAt drops the file's cached attributes: its size and times change.
 func (h *handle) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
+	h.dropAhead() // what was read ahead may be what this writes over
 	defer h.c.cache.dropFile(h.ino)
 	return h.c.writeAt(ctx, h.fid, p, off)
 }
 
 func (h *handle) Close() error {
-	h.once.Do(func() { h.c.clunk(h.fid) })
+	h.once.Do(func() {
+		h.dropAhead()
+		h.c.clunk(h.fid)
+	})
 	return nil
 }
 
@@ -107,7 +122,9 @@ func (c *Client) writeAt(ctx context.Context, fid uint32, p []byte, off int64) (
 
 // ReadDir lists from off; the server's "." and ".." are left out, as
 // vfs listings have them added by the edge. A listing longer than the
-// client's bounds fails with EFBIG.
+// client's bounds fails with EFBIG. With the extensions each entry comes
+// with its attributes (Treaddirplus), which the entries carry and the
+// directory's node keeps for the lookups that follow (cwalk.go).
 func (d *dirHandle) ReadDir(ctx context.Context, off uint64) ([]vfs.DirEntry, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -123,30 +140,91 @@ func (d *dirHandle) readDir(ctx context.Context, off uint64) ([]vfs.DirEntry, er
 		if err := d.list.start(d.c, off); err != nil {
 			return nil, err
 		}
-		r, rr, err := call[*Rreaddir](ctx, d.c, &Treaddir{Fid: d.fid, Offset: off, Count: uint32(d.c.iounit())})
-		if err != nil {
-			return nil, asErr("readdir", err)
+		out, n, err := d.batch(ctx, off)
+		if err != nil || n == 0 || len(out) > 0 {
+			return out, err
 		}
-		ents, err := ParseDirents(r.Data)
-		rr.release()
-		if err != nil {
-			return nil, vfs.Error("readdir", "", syscall.EIO)
-		}
-		if len(ents) == 0 {
-			return nil, nil
-		}
-		if err := d.list.add(d.c, ents); err != nil {
-			return nil, err
-		}
-		out := make([]vfs.DirEntry, 0, len(ents))
-		for _, e := range ents {
-			if e.Name != "." && e.Name != ".." {
-				out = append(out, vfs.DirEntry{Name: e.Name, Ino: e.QID.Path, Type: uint32(e.Type) << 12, Next: e.Offset})
-			}
-		}
-		if len(out) > 0 {
-			return out, nil
-		}
-		off = ents[len(ents)-1].Offset // only dots: read on
+		off = d.list.next // only dots: read on
 	}
+}
+
+// batch reads the entries from off, in one Treaddirplus with the
+// extensions, else one Treaddir (the entries then carry no attributes).
+// n counts the dots too.
+func (d *dirHandle) batch(ctx context.Context, off uint64) (out []vfs.DirEntry, n int, err error) {
+	tr := Treaddir{Fid: d.fid, Offset: off, Count: uint32(d.c.iounit())}
+	plus := d.wantPlus(off)
+	var rr reply
+	var data []byte
+	if plus {
+		var r *Rreaddirplus
+		r, rr, err = call[*Rreaddirplus](ctx, d.c, &Treaddirplus{tr})
+		if err == nil {
+			data = r.Data
+		}
+	} else {
+		var r *Rreaddir
+		r, rr, err = call[*Rreaddir](ctx, d.c, &tr)
+		if err == nil {
+			data = r.Data
+		}
+	}
+	if err != nil {
+		return nil, 0, asErr("readdir", err)
+	}
+	defer rr.release()
+	var attrs []vfs.Attr // one allocation for the batch's
+	if plus {
+		most := len(data) / direntPlusSize("")
+		attrs, out = make([]vfs.Attr, 0, most), make([]vfs.DirEntry, 0, most)
+	}
+	err = eachDirent(data, plus, func(e *DirentPlus) {
+		n++
+		d.list.count(&e.Dirent)
+		if e.Name == "." || e.Name == ".." {
+			return
+		}
+		de := vfs.DirEntry{Name: e.Name, Ino: e.QID.Path, Type: uint32(e.Type) << 12, Next: e.Offset}
+		if e.Attr.Valid != 0 {
+			attrs = append(attrs, attrFromWire(&e.Attr))
+			de.Attr = &attrs[len(attrs)-1]
+		}
+		out = append(out, de)
+	})
+	if err != nil {
+		return nil, 0, vfs.Error("readdir", "", syscall.EIO)
+	}
+	if err := d.list.check(d.c); err != nil {
+		return nil, 0, err
+	}
+	if plus && d.dir != nil && len(out) > 0 { // the end of the listing keeps the last batch
+		d.dir.noteListed(d, out)
+	}
+	return out, n, nil
+}
+
+// wantPlus says whether to list from off with attributes: with the
+// extensions, from the start of a listing, and on for as long as its
+// caller looks up at least half of each batch (ls -l, or the kernel's
+// READDIRPLUS); a caller that wants only names (ls -f, a listing passed
+// on) is not made to wait while the server stats every entry, as the
+// kernel's READDIRPLUS_AUTO does not.
+func (d *dirHandle) wantPlus(off uint64) bool {
+	switch {
+	case !d.c.extended || d.dir == nil:
+		return false
+	case off == 0:
+		d.plain = false
+	case !d.plain:
+		d.plain = !d.dir.listedUsed(d)
+	}
+	return !d.plain
+}
+
+// Close ends the listing too: what it left for lookups goes with it.
+func (d *dirHandle) Close() error {
+	if d.dir != nil {
+		d.dir.dropListed(d)
+	}
+	return d.handle.Close()
 }

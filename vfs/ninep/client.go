@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -67,6 +68,7 @@ type Client struct {
 	cache    *cache
 
 	limits ClientLimits
+	raHeld atomic.Int64        // reply memory read-ahead windows hold (cread.go)
 	tags   chan uint16         // free tags; a call's flush goes as tag+limits.Tags
 	mem    *semaphore.Weighted // reply memory (limits.Memory bytes)
 	clunks chan uint32         // fids to clunk in the background

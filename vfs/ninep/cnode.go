@@ -20,11 +20,12 @@ import (
 // never opened (opens clone it), so one node serves any number of handles.
 type node struct {
 	c       *Client
-	fid     uint32
+	fid     uint32 // set once ready: at once, unless made from a listing
 	qid     QID
 	uid     uint32 // the user the fid was attached as
 	once    sync.Once
 	cleanup runtime.Cleanup
+	ext     // what the extensions add (cwalk.go)
 }
 
 var (
@@ -57,15 +58,15 @@ func (n *node) Identity() uint64 { return n.qid.Path }
 // the node again. The clunk is queued, so a kernel's forget never waits
 // on the server.
 func (n *node) Forget() {
-	n.once.Do(func() {
-		n.cleanup.Stop()
-		n.c.clunkLater(n.fid)
-	})
+	n.once.Do(n.release)
 }
 
 // clone walks a new fid to the same file, for opening or creating.
 func (n *node) clone(ctx context.Context) (uint32, error) {
 	defer runtime.KeepAlive(n) // see newNode
+	if err := n.ready(ctx); err != nil {
+		return 0, err
+	}
 	fid := n.c.newFid()
 	if _, err := do[*Rwalk](ctx, n.c, &Twalk{Fid: n.fid, NewFid: fid}); err != nil {
 		n.c.releaseFid(fid)
@@ -89,13 +90,19 @@ func (n *node) Attr(ctx context.Context) (vfs.Attr, error) {
 		return v.(vfs.Attr), nil
 	}
 	gen := n.c.cache.since()
-	a, err := n.c.getattr(ctx, n.fid)
+	a, walked, err := n.readyAttr(ctx)
+	if err == nil && !walked {
+		a, err = n.c.getattr(ctx, n.fid)
+	}
+	if err != nil {
+		return vfs.Attr{}, asErr("getattr", err)
+	}
 	// Only a gsvfs server marks generated files by QID version 0; to a
 	// plain one (diod) it means nothing, and its files are cached.
-	if err == nil && !(a.Volatile && n.c.extended) {
+	if !(a.Volatile && n.c.extended) {
 		n.c.cache.put(k, a, 1, a.Watched, gen)
 	}
-	return a, err
+	return a, nil
 }
 
 // watched says whether the server reports changes to n (and, for a
@@ -134,6 +141,9 @@ func attrFromWire(r *Rgetattr) vfs.Attr {
 
 func (n *node) SetAttr(ctx context.Context, s vfs.SetAttr) (vfs.Attr, error) {
 	defer runtime.KeepAlive(n) // see newNode
+	if err := n.ready(ctx); err != nil {
+		return vfs.Attr{}, asErr("setattr", err)
+	}
 	return n.c.setattr(ctx, n.fid, n.qid.Path, s)
 }
 
@@ -181,6 +191,9 @@ func (n *node) Lookup(ctx context.Context, name string) (vfs.Node, error) {
 	if _, ok := n.c.cache.get(miss); ok {
 		return nil, vfs.Error("lookup", name, syscall.ENOENT)
 	}
+	if child, _ := n.fromListing(name); child != nil {
+		return child, nil
+	}
 	gen := n.c.cache.since()
 	child, err := n.walkTo(ctx, name)
 	if errors.Is(err, syscall.ENOENT) {
@@ -203,6 +216,9 @@ func (n *node) walkTo(ctx context.Context, name string) (vfs.Node, error) {
 // is free again.
 func (n *node) walkFid(ctx context.Context, name string) (uint32, QID, error) {
 	defer runtime.KeepAlive(n) // see newNode
+	if err := n.ready(ctx); err != nil {
+		return 0, QID{}, err
+	}
 	fid := n.c.newFid()
 	r, err := do[*Rwalk](ctx, n.c, &Twalk{Fid: n.fid, NewFid: fid, Names: []string{name}})
 	if err == nil && len(r.QIDs) != 1 {
@@ -259,7 +275,11 @@ func (n *node) open(ctx context.Context, flags int) (vfs.Handle, error) {
 		n.c.clunk(fid)
 		return nil, asErr("open", err)
 	}
-	return n.c.newHandle(fid, r.QID), nil
+	h := n.c.newHandle(fid, r.QID)
+	if d, ok := h.(*dirHandle); ok {
+		d.dir = n // its listings may prefill n's lookups
+	}
+	return h, nil
 }
 
 // callerGid is the group new files get: the caller's, else ours.
@@ -298,6 +318,9 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32) (vfs.Node, e
 	if err := vfs.CheckName("mkdir", name); err != nil {
 		return nil, err
 	}
+	if err := n.ready(ctx); err != nil {
+		return nil, asErr("mkdir", err)
+	}
 	_, err := do[*Rmkdir](ctx, n.c, &Tmkdir{Dfid: n.fid, Name: name, Mode: mode, Gid: callerGid(ctx)})
 	n.c.cache.dropEntry(n.qid.Path, name)
 	if err != nil {
@@ -314,6 +337,9 @@ func (n *node) Remove(ctx context.Context, name string, dir bool) error {
 	var flags uint32
 	if dir {
 		flags = AtRemoveDir
+	}
+	if err := n.ready(ctx); err != nil {
+		return asErr("remove", err)
 	}
 	n.c.cache.dropEntry(n.qid.Path, name) // before: it finds the file by its listing
 	_, err := do[*Runlinkat](ctx, n.c, &Tunlinkat{Dfid: n.fid, Name: name, Flags: flags})
@@ -356,6 +382,9 @@ func (n *node) Rename(ctx context.Context, oldName string, newDir vfs.Node, newN
 			return err
 		}
 	}
+	if err := readyBoth(ctx, n, to); err != nil {
+		return asErr("rename", err)
+	}
 	n.renamed(oldName, to, newName)
 	_, err := do[*Rrenameat](ctx, n.c, &Trenameat{OldDfid: n.fid, OldName: oldName, NewDfid: to.fid, NewName: newName})
 	if errors.Is(err, syscall.EOPNOTSUPP) {
@@ -388,6 +417,9 @@ func (n *node) renameByFid(ctx context.Context, oldName string, to *node, newNam
 
 func (n *node) Readlink(ctx context.Context) (string, error) {
 	defer runtime.KeepAlive(n) // see newNode
+	if err := n.ready(ctx); err != nil {
+		return "", asErr("readlink", err)
+	}
 	r, err := do[*Rreadlink](ctx, n.c, &Treadlink{Fid: n.fid})
 	if err != nil {
 		return "", asErr("readlink", err)
@@ -399,6 +431,9 @@ func (n *node) Symlink(ctx context.Context, name, target string) (vfs.Node, erro
 	defer runtime.KeepAlive(n) // see newNode
 	if err := vfs.CheckName("symlink", name); err != nil {
 		return nil, err
+	}
+	if err := n.ready(ctx); err != nil {
+		return nil, asErr("symlink", err)
 	}
 	_, err := do[*Rsymlink](ctx, n.c, &Tsymlink{Fid: n.fid, Name: name, Target: target, Gid: callerGid(ctx)})
 	n.c.cache.dropEntry(n.qid.Path, name)
@@ -418,6 +453,9 @@ func (n *node) Link(ctx context.Context, target vfs.Node, name string) (vfs.Node
 	if err := vfs.CheckName("link", name); err != nil {
 		return nil, err
 	}
+	if err := readyBoth(ctx, n, t); err != nil {
+		return nil, asErr("link", err)
+	}
 	_, err := do[*Rlink](ctx, n.c, &Tlink{Dfid: n.fid, Fid: t.fid, Name: name})
 	n.c.cache.dropEntry(n.qid.Path, name)
 	n.c.cache.dropFile(t.qid.Path) // its link count
@@ -434,6 +472,9 @@ func (n *node) Mknod(ctx context.Context, name string, mode uint32, rdev uint64)
 	}
 	major := uint32(rdev>>32&0xfffff000 | rdev>>8&0xfff)
 	minor := uint32(rdev>>12&0xffffff00 | rdev&0xff)
+	if err := n.ready(ctx); err != nil {
+		return nil, asErr("mknod", err)
+	}
 	m := &Tmknod{Dfid: n.fid, Name: name, Mode: mode, Major: major, Minor: minor, Gid: callerGid(ctx)}
 	_, err := do[*Rmknod](ctx, n.c, m)
 	n.c.cache.dropEntry(n.qid.Path, name)
@@ -445,6 +486,9 @@ func (n *node) Mknod(ctx context.Context, name string, mode uint32, rdev uint64)
 
 func (n *node) StatFS(ctx context.Context) (vfs.StatFS, error) {
 	defer runtime.KeepAlive(n) // see newNode
+	if err := n.ready(ctx); err != nil {
+		return vfs.StatFS{}, asErr("statfs", err)
+	}
 	r, err := do[*Rstatfs](ctx, n.c, &Tstatfs{Fid: n.fid})
 	if err != nil {
 		return vfs.StatFS{}, asErr("statfs", err)
@@ -487,6 +531,9 @@ func (n *node) ListXattr(ctx context.Context) ([]string, error) {
 // xattrRead walks a fid to an attribute (or the name list) and reads it.
 func (n *node) xattrRead(ctx context.Context, name string) ([]byte, error) {
 	defer runtime.KeepAlive(n) // see newNode
+	if err := n.ready(ctx); err != nil {
+		return nil, asErr("getxattr", err)
+	}
 	fid := n.c.newFid()
 	r, err := do[*Rxattrwalk](ctx, n.c, &Txattrwalk{Fid: n.fid, NewFid: fid, Name: name})
 	if err != nil {

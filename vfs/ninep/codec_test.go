@@ -24,6 +24,10 @@ func codecSamples() []struct {
 	dirents := AppendDirent(nil, Dirent{QID: dq, Offset: 1, Type: 4, Name: "."})
 	dirents = AppendDirent(dirents, Dirent{QID: q, Offset: 2, Type: 8, Name: "notes.txt"})
 	lock := lockDesc{Type: LockWrite, Start: 100, Length: 0, ProcID: 4242, ClientID: "host-a"}
+	attr := &Rgetattr{Valid: AttrBasic, QID: q, Mode: 0o100644, Uid: 1000, Gid: 1000, Nlink: 1, Size: 12345,
+		Blksize: 4096, Blocks: 24, AtimeSec: 1700000000, MtimeSec: 1700000001, MtimeNsec: 2, CtimeSec: 1700000002}
+	direntsPlus := AppendDirentPlus(nil, DirentPlus{Dirent{QID: dq, Offset: 1, Type: 4, Name: "."}, Rgetattr{}})
+	direntsPlus = AppendDirentPlus(direntsPlus, DirentPlus{Dirent{QID: q, Offset: 2, Type: 8, Name: "notes.txt"}, *attr})
 	return []struct {
 		tag uint16
 		m   Message
@@ -96,6 +100,12 @@ func codecSamples() []struct {
 		{28, &Rclunk{}},
 		{29, &Tremove{fidMsg{1}}},
 		{29, &Rremove{}},
+		{30, &Treaddirplus{Treaddir{Fid: 7, Offset: 2, Count: 8168}}},
+		{30, &Rreaddirplus{Rreaddir{Data: direntsPlus}}},
+		{31, &Twalkgetattr{Twalk{Fid: 0, NewFid: 1, Names: []string{"home", "notes.txt"}}}},
+		{31, &Rwalkgetattr{Rwalk{QIDs: []QID{dq, q}}, *attr}},
+		{32, &Tclunkmany{Fids: []uint32{1, 2, 0xfffffffe}}},
+		{32, &Rclunkmany{}},
 	}
 }
 
@@ -300,6 +310,10 @@ func TestDecodeRejectsMalformedBodies(t *testing.T) {
 		{"Rwalk16QIDs", handFrame(msgRwalk, 1, qids(16)...), true},
 		{"Rwalk17QIDs", handFrame(msgRwalk, 1, qids(17)...), false},
 		{"TfsyncPartialDatasync", handFrame(msgTfsync, 1, wire32(1), []byte{1, 0}), false},
+		{"TclunkmanyMax", handFrame(msgTclunkmany, 1, wire16(MaxClunkMany), make([]byte, 4*MaxClunkMany)), true},
+		{"TclunkmanyOverMax", handFrame(msgTclunkmany, 1, wire16(MaxClunkMany+1), make([]byte, 4*MaxClunkMany+4)), false},
+		{"TclunkmanyPastEnd", handFrame(msgTclunkmany, 1, wire16(3), wire32(1)), false},
+		{"RwalkgetattrNoAttr", handFrame(msgRwalkgetattr, 1, wire16(0)), false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -187,3 +187,41 @@ func walkOne(ctx context.Context, p *place, name string) (*place, error) {
 	}
 	return &place{node: n, parent: p, name: name}, nil
 }
+
+// walkOneAttr is walkOne that also stats the place reached, in one step
+// where the tree can (vfs.LookupAttr: a tree that is itself a 9P peer's
+// walks and stats in one round trip).
+func walkOneAttr(ctx context.Context, p *place, name string) (*place, vfs.Attr, error) {
+	if name == "." || name == ".." || vfs.CheckName("walk", name) != nil {
+		next, err := walkOne(ctx, p, name)
+		if err != nil {
+			return nil, vfs.Attr{}, err
+		}
+		mayBlock(ctx, next.node)
+		a, err := next.node.Attr(ctx)
+		return next, a, err
+	}
+	n, a, err := lookupAttr(ctx, p.node, name)
+	if err != nil {
+		return nil, vfs.Attr{}, err
+	}
+	return &place{node: n, parent: p, name: name}, a, nil
+}
+
+// lookupAttr looks name up in dir and stats it, handing the reading on
+// before anything that may wait: a quick directory may hold a child that
+// is not (a mount point of a device), so there the stat is a step of
+// its own, after the child is known.
+func lookupAttr(ctx context.Context, dir vfs.Node, name string) (vfs.Node, vfs.Attr, error) {
+	if !vfs.IsQuick(dir) {
+		mayBlock(ctx, dir)
+		return vfs.LookupAttr(ctx, dir, name)
+	}
+	n, err := dir.Lookup(ctx, name)
+	if err != nil {
+		return nil, vfs.Attr{}, err
+	}
+	mayBlock(ctx, n)
+	a, err := n.Attr(ctx)
+	return n, a, err
+}

@@ -195,6 +195,7 @@ func fuzzServerSeeds() [][]byte {
 		append(bytes.Clone(attach), encodeFrames(&Tversion{Msize: 512, Version: Version}, &Tstatfs{Fid: root})...),
 		append(bytes.Clone(attach), frameWithSize(encodeFrames(&Twalk{Fid: root, NewFid: 2, Names: []string{"abc"}})[:16], 16)...),
 		[]byte("GET / HTTP/1.1\r\nHost: localhost\r\n\r\n"),
+		encodeFrames(fuzzExtSession()...),
 	}
 }
 

@@ -18,6 +18,19 @@ func (c *conn) dispatch(ctx context.Context, m Message) Message {
 		r   Message
 		err error
 	)
+	if isExtension(m) {
+		r, err = c.dispatchExt(ctx, m)
+	} else {
+		r, err = c.dispatchBase(ctx, m)
+	}
+	if err != nil {
+		return errorReply(err)
+	}
+	return r
+}
+
+// dispatchBase runs one request of plain 9P2000.L.
+func (c *conn) dispatchBase(ctx context.Context, m Message) (r Message, err error) {
 	switch m := m.(type) {
 	case *Tauth:
 		err = vfs.Error("auth", m.Aname, syscall.EOPNOTSUPP) // the transport authenticates
@@ -76,10 +89,7 @@ func (c *conn) dispatch(ctx context.Context, m Message) Message {
 	default: // an R-message sent as a request
 		err = vfs.Error("9p", "", syscall.EOPNOTSUPP)
 	}
-	if err != nil {
-		return errorReply(err)
-	}
-	return r
+	return r, err
 }
 
 // withFid runs fn with a reference on fid n held.
@@ -147,33 +157,46 @@ func (c *conn) attach(ctx context.Context, m *Tattach) (Message, error) {
 }
 
 func (c *conn) walk(ctx context.Context, m *Twalk) (Message, error) {
-	return withFid(ctx, c, m.Fid, func(f *fid) (Message, error) {
+	qids, _, err := c.walkAttr(ctx, m)
+	if err != nil {
+		return nil, err
+	}
+	return &Rwalk{QIDs: qids}, nil
+}
+
+// walkAttr walks m's names from its fid and makes newfid if every name
+// was walked; then it also returns the attributes of the file reached.
+// A walk that stops short returns the QIDs walked (none made newfid).
+func (c *conn) walkAttr(ctx context.Context, m *Twalk) ([]QID, *vfs.Attr, error) {
+	type walked struct {
+		qids []QID
+		attr *vfs.Attr
+	}
+	w, err := withFid(ctx, c, m.Fid, func(f *fid) (walked, error) {
 		p := f.at.Load()
 		qids := make([]QID, 0, len(m.Names))
+		var last *vfs.Attr
 		for i, name := range m.Names {
-			next, err := walkOne(ctx, p, name)
+			next, a, err := walkOneAttr(ctx, p, name)
 			if err == nil {
-				mayBlock(ctx, next.node)
-				var q QID
-				if q, err = nodeQID(ctx, next.node); err == nil {
-					qids = append(qids, q)
-					p = next
-					continue
-				}
+				qids = append(qids, attrQID(a))
+				p, last = next, &a
+				continue
 			}
 			if i == 0 {
-				return nil, err
+				return walked{}, err
 			}
-			return &Rwalk{QIDs: qids}, nil // partial: newfid is not made
+			return walked{qids: qids}, nil // partial: newfid is not made
 		}
 		nf := newFid(p, f.uid)
 		if m.NewFid == m.Fid {
 			c.replaceFid(m.Fid, nf)
 		} else if err := c.addFid(m.NewFid, nf); err != nil {
-			return nil, err
+			return walked{}, err
 		}
-		return &Rwalk{QIDs: qids}, nil
+		return walked{qids, last}, nil
 	})
+	return w.qids, w.attr, err
 }
 
 // attrOf stats what f stands on, through its open handle when it has one

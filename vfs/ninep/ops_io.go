@@ -225,7 +225,18 @@ type dirCursor struct {
 }
 
 func (c *conn) readdir(ctx context.Context, m *Treaddir) (Message, error) {
-	return withFid(ctx, c, m.Fid, func(f *fid) (Message, error) {
+	buf, err := c.listDir(ctx, m, direntSize, func(_ *fid, buf []byte, d Dirent, _ vfs.DirEntry) []byte {
+		return AppendDirent(buf, d)
+	})
+	return &Rreaddir{Data: buf}, err
+}
+
+// listDir runs one step of a listing (Treaddir, Treaddirplus): as many
+// entries from m.Offset as fit in m.Count, each sized by size and
+// packed by add.
+func (c *conn) listDir(ctx context.Context, m *Treaddir, size func(name string) int,
+	add func(f *fid, buf []byte, d Dirent, e vfs.DirEntry) []byte) ([]byte, error) {
+	return withFid(ctx, c, m.Fid, func(f *fid) ([]byte, error) {
 		h, err := f.openHandle()
 		if err != nil {
 			return nil, err
@@ -243,7 +254,7 @@ func (c *conn) readdir(ctx context.Context, m *Treaddir) (Message, error) {
 		}
 		var buf []byte
 		for i, e := range entries {
-			if len(buf)+direntSize(e.Name) > limit {
+			if len(buf)+size(e.Name) > limit {
 				if i == 0 {
 					return nil, vfs.Error("readdir", "", syscall.EINVAL) // no room for one
 				}
@@ -253,12 +264,12 @@ func (c *conn) readdir(ctx context.Context, m *Treaddir) (Message, error) {
 			if e.Ino == 0 {
 				e.Ino = f.dotIno(ctx, e.Name)
 			}
-			buf = AppendDirent(buf, Dirent{
+			buf = add(f, buf, Dirent{
 				QID: QID{Type: direntQIDType(e.Type), Path: e.Ino}, Offset: e.Next,
 				Type: uint8(e.Type >> 12), Name: e.Name,
-			})
+			}, e)
 		}
-		return &Rreaddir{Data: buf}, nil
+		return buf, nil
 	})
 }
 

@@ -742,44 +742,18 @@ func (*Twalk) msgType() uint8 { return msgTwalk }
 func (m *Twalk) encode(e *encoder) {
 	e.u32(m.Fid)
 	e.u32(m.NewFid)
-	e.u16(uint16(len(m.Names)))
-	for _, n := range m.Names {
-		e.str(n)
-	}
+	encodeList(e, m.Names, e.str)
 }
 func (m *Twalk) decode(d *decoder) {
 	m.Fid, m.NewFid = d.u32(), d.u32()
-	n := int(d.u16())
-	if n > MaxWalk {
-		d.err = errMalformed
-		return
-	}
-	m.Names = make([]string, 0, n)
-	for range n {
-		m.Names = append(m.Names, d.str())
-	}
+	m.Names = decodeList(d, MaxWalk, d.str)
 }
 
 type Rwalk struct{ QIDs []QID }
 
-func (*Rwalk) msgType() uint8 { return msgRwalk }
-func (m *Rwalk) encode(e *encoder) {
-	e.u16(uint16(len(m.QIDs)))
-	for _, q := range m.QIDs {
-		e.qid(q)
-	}
-}
-func (m *Rwalk) decode(d *decoder) {
-	n := int(d.u16())
-	if n > MaxWalk {
-		d.err = errMalformed
-		return
-	}
-	m.QIDs = make([]QID, 0, n)
-	for range n {
-		m.QIDs = append(m.QIDs, d.qid())
-	}
-}
+func (*Rwalk) msgType() uint8      { return msgRwalk }
+func (m *Rwalk) encode(e *encoder) { encodeList(e, m.QIDs, e.qid) }
+func (m *Rwalk) decode(d *decoder) { m.QIDs = decodeList(d, MaxWalk, d.qid) }
 
 type Tread struct {
 	Fid    uint32
@@ -871,7 +845,34 @@ func ParseDirents(b []byte) ([]Dirent, error) {
 	d := decoder{b: b}
 	var out []Dirent
 	for len(d.b) > 0 && d.err == nil {
-		out = append(out, Dirent{QID: d.qid(), Offset: d.u64(), Type: d.u8(), Name: d.str()})
+		out = append(out, decodeDirent(&d))
 	}
 	return out, d.done()
+}
+
+// decodeDirent reads one packed directory entry.
+func decodeDirent(d *decoder) Dirent {
+	return Dirent{QID: d.qid(), Offset: d.u64(), Type: d.u8(), Name: d.str()}
+}
+
+// encodeList writes a count[2] and then each item.
+func encodeList[T any](e *encoder, items []T, put func(T)) {
+	e.u16(uint16(len(items)))
+	for _, it := range items {
+		put(it)
+	}
+}
+
+// decodeList reads a count[2] of at most most items and then the items.
+func decodeList[T any](d *decoder, most int, item func() T) []T {
+	n := int(d.u16())
+	if n > most {
+		d.err = errMalformed
+		return nil
+	}
+	out := make([]T, 0, n)
+	for range n {
+		out = append(out, item())
+	}
+	return out
 }

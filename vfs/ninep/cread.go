@@ -1,0 +1,227 @@
+package ninep
+
+import (
+	"context"
+	"io"
+	"sync"
+)
+
+// Read-ahead: one Tread at a time moves one message per round trip, so a
+// file read in sequence over a link with delay runs at msize/RTT (FUSE
+// asks 128 KiB at a time: 6 MiB/s at 10 ms each way). Once a handle has
+// been read in sequence, the client keeps the next bytes in flight in
+// chunks, a window that grows with the run read so far (bandwidth ×
+// delay is what a run that keeps waiting reaches) up to raMax. The
+// kernel's own read-ahead sends its reads a little out of order, so a
+// read near the last one still counts as in sequence, and the chunks
+// just behind it are kept.
+//
+// Memory: chunks hold their replies, reserved from the connection's reply
+// memory (ClientLimits.Memory) like any call; windows together take at
+// most half of it and fill no further, so a call never waits on memory a
+// window holds for a reader that has stopped. Only files whose content
+// the server says is stored (a non-zero QID version) are read ahead: a
+// generated file's read may block or have effects.
+
+const (
+	raChunk  = 256 << 10 // bytes one read-ahead Tread asks for
+	raMax    = 8 << 20   // the largest window
+	raBehind = 1 << 20   // how far behind the last read a read is still in sequence
+)
+
+// readAhead is the read-ahead window of one open file.
+type readAhead struct {
+	mu      sync.Mutex
+	chunks  []*raFetch // in order, each raChunk after the one before
+	lastEnd int64      // where the last read ended
+	run     int64      // bytes read in sequence so far
+}
+
+// raFetch is one chunk's Tread, in flight or done.
+type raFetch struct {
+	off    int64
+	done   chan struct{}
+	cancel context.CancelFunc // flushes the Tread of a chunk dropped in flight
+	mu     sync.Mutex
+	data   []byte // aliases rr's frame
+	rr     reply
+	err    error
+	gone   bool // dropped: the reply is released when it comes
+}
+
+// readAhead reads p at off through h's window.
+func (h *handle) readAhead(ctx context.Context, p []byte, off int64) (int, error) {
+	ra := h.ra
+	ra.mu.Lock()
+	defer ra.mu.Unlock()
+	if off < ra.lastEnd-raBehind || off > ra.lastEnd+raBehind {
+		ra.drop(h.c)
+		ra.run = 0
+	}
+	if ra.run == 0 || !ra.covers(off) && !ra.fill(h, off, off+int64(len(p))) {
+		n, err := h.c.readAt(ctx, h.fid, p, off)
+		ra.note(off, n)
+		return n, err
+	}
+	ra.fill(h, off, off+int64(len(p))+min(raMax, max(ra.run, 2*raChunk)))
+	n, eof, err := ra.copy(ctx, h.c, p, off)
+	if err == nil && !eof && n < len(p) { // past what memory let the window hold
+		var more int
+		more, err = h.c.readAt(ctx, h.fid, p[n:], off+int64(n))
+		if n += more; err == io.EOF {
+			err = nil
+		}
+	}
+	ra.note(off, n)
+	ra.trim(h.c, off-raBehind)
+	if n == 0 && err == nil && len(p) > 0 {
+		err = io.EOF
+	}
+	return n, err
+}
+
+// dropAll gives up h's window (a write through h, its close).
+func (h *handle) dropAhead() {
+	if h.ra != nil {
+		h.ra.mu.Lock()
+		h.ra.drop(h.c)
+		h.ra.run = 0
+		h.ra.mu.Unlock()
+	}
+}
+
+// note records a read of n bytes at off.
+func (ra *readAhead) note(off int64, n int) {
+	ra.run += int64(n)
+	ra.lastEnd = off + int64(n)
+}
+
+// covers reports whether the window holds off.
+func (ra *readAhead) covers(off int64) bool {
+	return len(ra.chunks) > 0 && off >= ra.chunks[0].off && off < ra.end()
+}
+
+func (ra *readAhead) end() int64 {
+	if len(ra.chunks) == 0 {
+		return 0
+	}
+	return ra.chunks[len(ra.chunks)-1].off + raChunk
+}
+
+// fill sends the Treads that make the window reach to, from off if the
+// window does not hold off; false if memory allows none.
+func (ra *readAhead) fill(h *handle, off, to int64) bool {
+	if !ra.covers(off) {
+		ra.drop(h.c)
+	}
+	next := ra.end()
+	if len(ra.chunks) == 0 {
+		next = off
+	}
+	for ; next < to; next += raChunk {
+		if h.c.raHeld.Add(raChunk) > h.c.limits.Memory/2 {
+			h.c.raHeld.Add(-raChunk)
+			break
+		}
+		ctx, cancel := context.WithCancel(h.c.life)
+		f := &raFetch{off: next, done: make(chan struct{}), cancel: cancel}
+		ra.chunks = append(ra.chunks, f)
+		go f.fetch(ctx, h.c, h.fid)
+	}
+	return len(ra.chunks) > 0
+}
+
+// fetch runs the chunk's Tread until it is answered or dropped.
+func (f *raFetch) fetch(ctx context.Context, c *Client, fid uint32) {
+	defer f.cancel()
+	r, rr, err := call[*Rread](ctx, c, &Tread{Fid: fid, Offset: uint64(f.off), Count: raChunk})
+	f.mu.Lock()
+	if err == nil {
+		f.data, f.rr = r.Data, rr
+	}
+	f.err = asErr("read", err)
+	if f.gone {
+		f.release(c)
+	}
+	f.mu.Unlock()
+	close(f.done)
+}
+
+// release gives back the reply and the window's share; called with f.mu
+// held, once the reply is in or the chunk dropped, whichever is last.
+func (f *raFetch) release(c *Client) {
+	f.rr.release()
+	f.rr, f.data = reply{}, nil
+	c.raHeld.Add(-raChunk)
+}
+
+// drop gives up a chunk: released now if its reply is in, else when it
+// comes.
+func (f *raFetch) drop(c *Client) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.gone = true
+	select {
+	case <-f.done:
+		f.release(c)
+	default:
+		f.cancel()
+	}
+}
+
+// drop gives up the whole window.
+func (ra *readAhead) drop(c *Client) {
+	for _, f := range ra.chunks {
+		f.drop(c)
+	}
+	ra.chunks = nil
+}
+
+// trim drops the chunks that end before off.
+func (ra *readAhead) trim(c *Client, off int64) {
+	for len(ra.chunks) > 0 && ra.chunks[0].off+raChunk <= off {
+		ra.chunks[0].drop(c)
+		ra.chunks = ra.chunks[1:]
+	}
+}
+
+// copy fills p from the window at off, waiting for chunks as needed,
+// and stops at the end of the file (eof) or of the window.
+func (ra *readAhead) copy(ctx context.Context, c *Client, p []byte, off int64) (done int, eof bool, err error) {
+	for done < len(p) {
+		pos := off + int64(done)
+		f := ra.chunkAt(pos)
+		if f == nil {
+			return done, false, nil
+		}
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return done, false, asErr("read", ctx.Err())
+		}
+		if f.err != nil {
+			ra.drop(c) // the next read asks again
+			if done > 0 {
+				return done, true, nil
+			}
+			return 0, false, f.err
+		}
+		n := 0
+		if at := pos - f.off; at < int64(len(f.data)) {
+			n = copy(p[done:], f.data[at:])
+		}
+		done += n
+		if len(f.data) < raChunk && pos+int64(n) >= f.off+int64(len(f.data)) {
+			return done, true, nil // a short chunk ends the file
+		}
+	}
+	return done, false, nil
+}
+
+// chunkAt is the chunk holding off, if any.
+func (ra *readAhead) chunkAt(off int64) *raFetch {
+	if !ra.covers(off) {
+		return nil
+	}
+	return ra.chunks[(off-ra.chunks[0].off)/raChunk]
+}

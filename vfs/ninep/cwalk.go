@@ -1,0 +1,247 @@
+package ninep
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/gsvfs/gsvfs/vfs"
+)
+
+// With a gsvfs server (the extensions negotiated), a lookup with its
+// stat costs one round trip and the lookups of what a listing just listed
+// cost none, which is what `ls -l` does: list, then lookup and stat every
+// entry.
+//
+// LookupAttr walks with Twalkgetattr. A listing made with Treaddirplus
+// leaves the names and attributes of its last batch with the directory's
+// node while it is open; a lookup of one of them makes a node from them
+// without asking the server, each listed name serving one lookup. Such a
+// node gets its fid when it is first used, walked by name from its
+// directory (with the attributes, if that first use is a stat); a file
+// found there that is not the one listed (renamed or replaced since)
+// fails with ESTALE.
+
+var _ vfs.AttrLookuper = (*node)(nil)
+
+// ext is what the extensions add to a client node.
+type ext struct {
+	mu sync.Mutex
+	// from is the directory a node made from a listing is walked from,
+	// by name, when first used; nil once walked (or if it never was).
+	from *node
+	name string
+	gen  uint64 // the listed file's generation, 0 if unknown
+	// pins counts nodes made from this directory's listings and not yet
+	// walked; its fid, which they walk from, outlives a Forget until then.
+	pins      int
+	forgotten bool
+	listed    *listedBatch
+}
+
+// listedBatch is the last batch of attributes an open listing of a
+// directory brought, by name.
+type listedBatch struct {
+	by    *dirHandle
+	names map[string]*vfs.Attr // the listing's own, until looked up
+	total int
+	at    time.Time
+}
+
+// listedFresh is how long a batch answers lookups: as long as the FUSE
+// edge lets the kernel keep attributes it was told (its CacheTime), so a
+// listing held open does not hand out a mode changed since.
+const listedFresh = time.Second
+
+// ready makes sure the node has its fid, walking it if it was made from
+// a listing.
+func (n *node) ready(ctx context.Context) error {
+	_, _, err := n.readyAttr(ctx)
+	return err
+}
+
+// readyAttr is ready; when it had to walk, the walk brought the file's
+// attributes too (ok).
+func (n *node) readyAttr(ctx context.Context) (vfs.Attr, bool, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	dir := n.from
+	if dir == nil {
+		return vfs.Attr{}, false, nil
+	}
+	fid, r, err := dir.walkAttrFid(ctx, n.name)
+	if vfs.Errno(asErr("walk", err)) == syscall.ENOENT {
+		err = syscall.ESTALE
+	}
+	if err != nil {
+		return vfs.Attr{}, false, err
+	}
+	if r.QIDs[0].Path != n.qid.Path || n.gen != 0 && r.Attr.Gen != n.gen { // another file has the name now
+		n.c.clunk(fid)
+		return vfs.Attr{}, false, syscall.ESTALE
+	}
+	n.fid, n.from = fid, nil
+	n.cleanup.Stop()
+	n.cleanup = runtime.AddCleanup(n, n.c.clunkLater, fid)
+	dir.unpin()
+	return attrFromWire(&r.Attr), r.Attr.Valid != 0, nil
+}
+
+// readyBoth readies two nodes of one call (rename, link).
+func readyBoth(ctx context.Context, a, b *node) error {
+	if err := a.ready(ctx); err != nil {
+		return err
+	}
+	return b.ready(ctx)
+}
+
+// release is Forget: the fid goes, once no node made from a listing of
+// this directory still has to walk from it.
+func (n *node) release() {
+	n.mu.Lock()
+	n.cleanup.Stop()
+	dir := n.from
+	n.from, n.forgotten = nil, true
+	clunk := dir == nil && n.pins == 0
+	n.mu.Unlock()
+	switch {
+	case dir != nil: // never walked: there is no fid
+		dir.unpin()
+	case clunk:
+		n.c.clunkLater(n.fid)
+	}
+}
+
+// unpin is called when a node made from n's listing no longer needs n's
+// fid (walked, forgotten or collected).
+func (n *node) unpin() {
+	n.mu.Lock()
+	n.pins--
+	clunk := n.pins == 0 && n.forgotten
+	n.mu.Unlock()
+	if clunk {
+		n.c.clunkLater(n.fid)
+	}
+}
+
+// LookupAttr is Lookup with the child's attributes (vfs.AttrLookuper):
+// from the open listing if it has the name, else one Twalkgetattr; a
+// plain server takes a walk and a getattr.
+func (n *node) LookupAttr(ctx context.Context, name string) (vfs.Node, vfs.Attr, error) {
+	if !n.c.extended {
+		kid, err := n.Lookup(ctx, name) // with the cache's misses
+		if err != nil {
+			return nil, vfs.Attr{}, err
+		}
+		a, err := kid.Attr(ctx)
+		return kid, a, err
+	}
+	if err := vfs.CheckName("lookup", name); err != nil {
+		return nil, vfs.Attr{}, err
+	}
+	miss := cacheKey{cMiss, n.qid.Path, name}
+	if _, ok := n.c.cache.get(miss); ok {
+		return nil, vfs.Attr{}, vfs.Error("lookup", name, syscall.ENOENT)
+	}
+	if kid, a := n.fromListing(name); kid != nil {
+		return kid, a, nil
+	}
+	if err := n.ready(ctx); err != nil {
+		return nil, vfs.Attr{}, asErr("lookup", err)
+	}
+	gen := n.c.cache.since()
+	fid, r, err := n.walkAttrFid(ctx, name)
+	if errors.Is(err, syscall.ENOENT) {
+		n.c.cache.put(miss, nil, 1, n.watched(), gen)
+	}
+	if err != nil {
+		return nil, vfs.Attr{}, asErr("lookup", err)
+	}
+	kid := n.c.newNode(fid, r.QIDs[0], n.uid)
+	n.c.cache.walked(n.qid.Path, name, r.QIDs[0].Path)
+	if r.Attr.Valid == 0 { // the server could not stat what it walked to
+		a, err := kid.Attr(ctx)
+		return kid, a, err
+	}
+	a := attrFromWire(&r.Attr)
+	if !a.Volatile {
+		n.c.cache.put(cacheKey{cAttr, a.Ino, ""}, a, 1, a.Watched, gen)
+	}
+	return kid, a, nil
+}
+
+// walkAttrFid walks a new fid to the child name with Twalkgetattr. On
+// failure the fid number is free again.
+func (n *node) walkAttrFid(ctx context.Context, name string) (uint32, *Rwalkgetattr, error) {
+	fid := n.c.newFid()
+	r, err := do[*Rwalkgetattr](ctx, n.c, &Twalkgetattr{Twalk{Fid: n.fid, NewFid: fid, Names: []string{name}}})
+	if err == nil && len(r.QIDs) != 1 {
+		err = syscall.ENOENT
+	}
+	if err != nil {
+		n.c.releaseFid(fid)
+		return 0, nil, err
+	}
+	return fid, r, nil
+}
+
+// fromListing makes the node of name from the open listing's last batch,
+// if it has the name, without a round trip.
+func (n *node) fromListing(name string) (*node, vfs.Attr) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.listed == nil || n.forgotten || time.Since(n.listed.at) > listedFresh {
+		return nil, vfs.Attr{}
+	}
+	e, ok := n.listed.names[name]
+	if !ok {
+		return nil, vfs.Attr{}
+	}
+	delete(n.listed.names, name)
+	n.c.cache.walked(n.qid.Path, name, e.Ino)
+	n.pins++
+	kid := &node{c: n.c, qid: QID{Path: e.Ino}, uid: n.uid}
+	kid.from, kid.name, kid.gen = n, name, e.Gen
+	// A kid collected unwalked lets its directory's fid go.
+	kid.cleanup = runtime.AddCleanup(kid, (*node).unpin, n)
+	return kid, *e
+}
+
+// noteListed keeps the batch d just listed for lookups, in place of the
+// last one; entries without attributes are left out.
+func (n *node) noteListed(d *dirHandle, ents []vfs.DirEntry) {
+	b := &listedBatch{by: d, names: make(map[string]*vfs.Attr, len(ents))}
+	for _, e := range ents {
+		if e.Attr != nil {
+			b.names[e.Name] = e.Attr
+		}
+	}
+	b.total, b.at = len(b.names), time.Now()
+	n.mu.Lock()
+	n.listed = b
+	n.mu.Unlock()
+}
+
+// listedUsed reports whether at least half of the last batch d listed
+// was looked up; a batch that brought no attributes was of no use.
+func (n *node) listedUsed(d *dirHandle) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	b := n.listed
+	if b == nil || b.by != d {
+		return true // another listing's: nothing to tell by
+	}
+	return b.total > 0 && 2*(b.total-len(b.names)) >= b.total
+}
+
+// dropListed forgets what d listed: the listing is closed.
+func (n *node) dropListed(d *dirHandle) {
+	n.mu.Lock()
+	if n.listed != nil && n.listed.by == d {
+		n.listed = nil
+	}
+	n.mu.Unlock()
+}

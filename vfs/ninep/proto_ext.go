@@ -1,0 +1,124 @@
+package ninep
+
+// gsvfs's extensions of 9P2000.L that save round trips, spoken only on a
+// connection that negotiated VersionExt (a plain peer never sees them):
+//
+//	Treaddirplus  fid[4] offset[8] count[4]          (as Treaddir)
+//	Rreaddirplus  count[4] entries                   (DirentPlus, packed)
+//	Twalkgetattr  fid[4] newfid[4] nwname[2] wname*  (as Twalk)
+//	Rwalkgetattr  nwqid[2] qid* attr                 (Rwalk, then Rgetattr's body)
+//	Tclunkmany    nfid[2] fid*
+//	Rclunkmany
+//
+// An Rreaddirplus entry is an Rreaddir entry followed by the body of an
+// Rgetattr for it; valid 0 says the server could not stat it (it went
+// away while listed). Rwalkgetattr's attributes are those of the last
+// name walked, valid only when every name was walked (then newfid is
+// made). Tclunkmany clunks each fid as Tclunk would; a fid unknown to
+// the server is passed over, and the reply says nothing of each one.
+
+// MaxClunkMany is the most fids one Tclunkmany may carry.
+const MaxClunkMany = 1024
+
+func init() {
+	messageTypes[msgTreaddirplus] = func() Message { return new(Treaddirplus) }
+	messageTypes[msgRreaddirplus] = func() Message { return new(Rreaddirplus) }
+	messageTypes[msgTwalkgetattr] = func() Message { return new(Twalkgetattr) }
+	messageTypes[msgRwalkgetattr] = func() Message { return new(Rwalkgetattr) }
+	messageTypes[msgTclunkmany] = func() Message { return new(Tclunkmany) }
+	messageTypes[msgRclunkmany] = func() Message { return new(Rclunkmany) }
+}
+
+// isExtension reports whether m is one of gsvfs's extension messages.
+func isExtension(m Message) bool { return m.msgType() >= msgTwatch }
+
+// Treaddirplus is Treaddir asking for each entry's attributes too.
+type Treaddirplus struct{ Treaddir }
+
+func (*Treaddirplus) msgType() uint8 { return msgTreaddirplus }
+
+// Rreaddirplus carries packed entries with attributes (see DirentPlus).
+type Rreaddirplus struct{ Rreaddir }
+
+func (*Rreaddirplus) msgType() uint8 { return msgRreaddirplus }
+
+// Twalkgetattr is Twalk asking for the attributes of the file reached.
+type Twalkgetattr struct{ Twalk }
+
+func (*Twalkgetattr) msgType() uint8 { return msgTwalkgetattr }
+
+// Rwalkgetattr is Rwalk with the attributes of the last file walked.
+type Rwalkgetattr struct {
+	Rwalk
+	Attr Rgetattr
+}
+
+func (*Rwalkgetattr) msgType() uint8 { return msgRwalkgetattr }
+func (m *Rwalkgetattr) encode(e *encoder) {
+	m.Rwalk.encode(e)
+	m.Attr.encode(e)
+}
+func (m *Rwalkgetattr) decode(d *decoder) {
+	m.Rwalk.decode(d)
+	m.Attr.decode(d)
+}
+
+// Tclunkmany clunks many fids in one request: the clunks of forgotten
+// files, which a client sends in the background.
+type Tclunkmany struct{ Fids []uint32 }
+
+func (*Tclunkmany) msgType() uint8      { return msgTclunkmany }
+func (m *Tclunkmany) encode(e *encoder) { encodeList(e, m.Fids, e.u32) }
+func (m *Tclunkmany) decode(d *decoder) { m.Fids = decodeList(d, MaxClunkMany, d.u32) }
+
+type Rclunkmany struct{ empty }
+
+func (*Rclunkmany) msgType() uint8 { return msgRclunkmany }
+
+// DirentPlus is one entry of an Rreaddirplus: the entry and its
+// attributes (Attr.Valid 0 when the server had none).
+type DirentPlus struct {
+	Dirent
+	Attr Rgetattr
+}
+
+// getattrSize is the encoded size of an Rgetattr body.
+const getattrSize = 8 + 13 + 3*4 + 15*8
+
+// direntPlusSize is the encoded size of a DirentPlus named name.
+func direntPlusSize(name string) int { return direntSize(name) + getattrSize }
+
+// AppendDirentPlus encodes d onto b in Rreaddirplus's packed form.
+func AppendDirentPlus(b []byte, d DirentPlus) []byte {
+	b = AppendDirent(b, d.Dirent)
+	e := encoder{b: b}
+	d.Attr.encode(&e)
+	return e.b
+}
+
+// ParseDirentsPlus decodes an Rreaddirplus body. A truncated entry is an
+// error.
+func ParseDirentsPlus(b []byte) ([]DirentPlus, error) {
+	var out []DirentPlus
+	err := eachDirent(b, true, func(e *DirentPlus) { out = append(out, *e) })
+	return out, err
+}
+
+// eachDirent calls fn with each entry of an Rreaddir body, or of an
+// Rreaddirplus body if plus (a plain entry's Attr is left zero). The
+// entry passed is fn's only for the call, so a client's listing makes
+// nothing per entry but what it keeps.
+func eachDirent(b []byte, plus bool, fn func(*DirentPlus)) error {
+	d := decoder{b: b}
+	var e DirentPlus
+	for len(d.b) > 0 && d.err == nil {
+		e.Dirent = decodeDirent(&d)
+		if plus {
+			e.Attr.decode(&d)
+		}
+		if d.err == nil {
+			fn(&e)
+		}
+	}
+	return d.done()
+}
