@@ -37,8 +37,10 @@ func TestDependenciesPointOneWay(t *testing.T) {
 		"golang.org/x/term":            {"cmd/gsvfs"}, // attach's raw terminal
 		// vfs/ninep only for a unix socket's peer on macOS, where the
 		// standard library has no call for it; vfs/fusefs for kernel
-		// binds laid by descriptor (openat2, open_tree, move_mount).
-		"golang.org/x/sys/unix":         {"vfs/diskfs", "vfs/ninep", "vfs/fusefs"},
+		// binds laid by descriptor (openat2, open_tree, move_mount);
+		// cmd/gsvfs for dup2 onto stdout and stderr at a log rotation,
+		// which the standard library lacks on linux/arm64.
+		"golang.org/x/sys/unix":         {"vfs/diskfs", "vfs/ninep", "vfs/fusefs", "cmd/gsvfs"},
 		"golang.org/x/sync":             {"vfs/ninep"},
 		"github.com/charmbracelet/x/vt": {"shelld"},     // /proc/<id>/screen
 		"github.com/bmatcuk/doublestar": {"mounts"},     // refused paths
