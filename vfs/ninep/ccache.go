@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"maps"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gsvfs/gsvfs/vfs"
@@ -273,5 +274,19 @@ func (c *cache) apply(cs []vfs.Change) {
 		if ch.Attr.Ino != 0 {
 			c.dropFile(ch.Attr.Ino)
 		}
+	}
+}
+
+// sameFile drops what is held of q's file if it was another file's: an
+// inode number the server gave again to a file of another type, which
+// the kernel would take for a file changing its type (EIO).
+func (c *cache) sameFile(q QID) {
+	v, ok := c.get(cacheKey{cAttr, q.Path, ""})
+	if !ok {
+		return
+	}
+	typ := v.(vfs.Attr).Mode & syscall.S_IFMT
+	if (typ == syscall.S_IFDIR) != (q.Type&QTDir != 0) || (typ == syscall.S_IFLNK) != (q.Type&QTSymlink != 0) {
+		c.dropFile(q.Path)
 	}
 }

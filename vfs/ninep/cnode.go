@@ -41,6 +41,7 @@ var (
 
 func (c *Client) newNode(fid uint32, q QID, uid uint32) *node {
 	n := &node{c: c, fid: fid, qid: q, uid: uid}
+	c.cache.sameFile(q)
 	// A node nobody forgets explicitly gives its fid back when collected.
 	// A method sending n.fid keeps n alive until its call ends
 	// (runtime.KeepAlive): else a caller that holds the node nowhere else
@@ -240,6 +241,10 @@ func (n *node) made(ctx context.Context, name string) (vfs.Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The server may give a new file the inode number of one removed
+	// moments ago, whose attributes the cache may still hold (its
+	// removal's notice not come yet, or the removal our own, by name).
+	defer n.c.cache.dropFile(child.(*node).qid.Path)
 	cl, ok := vfs.CallerFrom(ctx)
 	if !ok || n.uid != 0 || cl.Uid == 0 {
 		return child, nil
