@@ -617,11 +617,6 @@ markdown_report() {
 	else
 		echo "All targets met."
 	fi
-	if ((${#PROBLEMS[@]})); then
-		echo
-		echo "Problems seen:"
-		echo
-		printf -- '- %s\n' "${PROBLEMS[@]}"
-	fi
+	markdown_list "Problems seen:" "${PROBLEMS[@]}"
 }
 write_out markdown_report

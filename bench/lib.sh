@@ -319,6 +319,15 @@ print_list() {
 	printf '  - %s\n' "$@"
 }
 
+# markdown_list TITLE ITEM...: a blank line, TITLE and the items as a
+# markdown list; nothing when there are no items.
+markdown_list() {
+	(($# > 1)) || return 0
+	printf '\n%s\n\n' "$1"
+	shift
+	printf -- '- %s\n' "$@"
+}
+
 # write_out COMMAND...: with BENCH_OUT set, write COMMAND's output there.
 write_out() {
 	[[ -n ${BENCH_OUT:-} ]] || return 0

@@ -177,6 +177,8 @@ git_tree() {
 	touch -d '-30 min' "$1/REF"
 	touch "$1"/dir*/f1.go
 	git -C "$1" -c init.defaultBranch=main init -q
+	# No background gc: it would pack the objects while they are copied.
+	git -C "$1" config gc.auto 0
 	git -C "$1" add -A
 	git -C "$1" -c user.name=b -c user.email=b@b commit -qm tree
 }
@@ -558,17 +560,7 @@ print_list "Problems seen:" "${PROBLEMS[@]}"
 
 markdown_report() {
 	report_markdown "Remote trees (issue 18): gsvfs /mnt/ID against sshfs" "$table" "1 2 8 9"
-	if ((${#shortfalls[@]})); then
-		echo
-		echo "Goals missed:"
-		echo
-		printf -- '- %s\n' "${shortfalls[@]}"
-	fi
-	if ((${#PROBLEMS[@]})); then
-		echo
-		echo "Problems seen:"
-		echo
-		printf -- '- %s\n' "${PROBLEMS[@]}"
-	fi
+	markdown_list "Goals missed:" "${shortfalls[@]}"
+	markdown_list "Problems seen:" "${PROBLEMS[@]}"
 }
 write_out markdown_report
