@@ -175,7 +175,7 @@ git_tree() {
 	make_tree "$1" "$2" "$3"
 	touch -d '-1 hour' "$1"/dir*/f*.go
 	touch -d '-30 min' "$1/REF"
-	touch "$1"/dir*/f1.go
+	find "$1" -name f1.go -exec touch {} +
 	git -C "$1" -c init.defaultBranch=main init -q
 	# No background gc: it would pack the objects while they are copied.
 	git -C "$1" config gc.auto 0
@@ -476,23 +476,24 @@ goal_text() { # WORKLOAD DELAY
 	echo "$g"
 }
 
-# judge WORKLOAD DELAY: met or MISSED, a miss said in shortfalls.
+# judge WORKLOAD DELAY: sets result to met or MISSED, a miss said in
+# shortfalls (so it runs in this shell, never in $(...)).
 judge() {
 	local w=$1 d=$2 k="$1@$2" g s r rt
 	g=$(secs "$k" gsvfs)
 	if [[ $w == coherence ]]; then
 		if isnum "$g" && [[ -z ${CAPPED["$k|gsvfs"]-} ]] && awk -v a="$g" -v b="$COH_GOAL" 'BEGIN { exit !(a <= b) }'; then
-			echo met
+			result=met
 		else
 			shortfalls+=("$d ms, ${WLABEL[$w]}: gsvfs $(cell "$k" gsvfs) s, goal <= $COH_GOAL s")
-			echo MISSED
+			result=MISSED
 		fi
 		return
 	fi
 	s=$(secs "$k" sshfs)
 	if ! isnum "$g" || ! isnum "$s"; then
 		shortfalls+=("$d ms, ${WLABEL[$w]}: no figure (gsvfs $g, sshfs $s)")
-		echo MISSED
+		result=MISSED
 		return
 	fi
 	local miss=0
@@ -513,7 +514,8 @@ judge() {
 		miss=1
 		shortfalls+=("$d ms, ${WLABEL[$w]}: gsvfs $(awk -v s="$g" -v m="$SIZE_MB" 'BEGIN { printf "%.1f", m / s }') MiB/s, goal >= $MIN_MBPS MiB/s")
 	fi
-	if ((miss)); then echo MISSED; else echo met; fi
+	result=met
+	if ((miss)); then result=MISSED; fi
 }
 
 table=$work/table.tsv
@@ -539,8 +541,9 @@ shortfalls=()
 			fi
 			rt=$(cell_value "rt_$k" gsvfs)
 			[[ $rt == - || $rt == err ]] || rt=$(printf '%.0f' "$rt")
+			judge "$w" "$d"
 			printf '%s ms\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$d" "${WLABEL[$w]}" "$n" "$g" "$s" "$ratio" \
-				"$rt" "$(goal_text "$w" "$d")" "$(judge "$w" "$d")"
+				"$rt" "$(goal_text "$w" "$d")" "$result"
 		done
 	done
 } >"$table"
