@@ -39,8 +39,9 @@ test: vet
 # Go benchmarks, the FUSE comparison against native disk, what watching
 # the state directory buys warm metadata (watchbench), the 9P
 # comparisons against diod (a Go client, then the Linux client in qemu),
-# /proc sessions (round trips, one-shots, idle cost), and a device's files
-# through a gateway against direct, with added network delay.
+# /proc sessions (round trips, one-shots, idle cost), a device's files
+# through a gateway against direct, with added network delay, and a
+# device's tree through a gateway against sshfs (remotebench).
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./...
 	bash bench/fusebench.sh
@@ -49,6 +50,7 @@ bench: build
 	bash bench/vm9pbench.sh
 	bash bench/procbench.sh
 	bash bench/devicebench.sh
+	bash bench/remotebench.sh
 
 install: build
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7

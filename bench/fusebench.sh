@@ -397,17 +397,6 @@ log "making the tarball of $goroot/$TAR_WHAT and the git tree of $GIT_FILES file
 tar -C "$goroot" -cf "$work/src.tar" "$TAR_WHAT"
 tar_entries=$(tar -tf "$work/src.tar" | wc -l)
 
-# make_tree DIR FILES DIRS: FILES small Go files spread over DIRS directories.
-make_tree() {
-	local per_dir=$(($2 / $3)) d i
-	for ((d = 0; d < $3; d++)); do
-		mkdir -p "$1/dir$d"
-		for ((i = 0; i < per_dir; i++)); do
-			printf 'package dir%d\n\n// File %d of directory %d.\nconst F%d = "%d-%d"\n' \
-				"$d" "$i" "$d" "$i" "$d" "$i" >"$1/dir$d/f$i.go"
-		done
-	done
-}
 make_tree "$work/gitsrc" "$GIT_FILES" "$GIT_DIRS"
 log "making the warm tree of $WARM_FILES files"
 make_tree "$work/warmsrc" "$WARM_FILES" "$WARM_DIRS"
@@ -628,11 +617,6 @@ markdown_report() {
 	else
 		echo "All targets met."
 	fi
-	if ((${#PROBLEMS[@]})); then
-		echo
-		echo "Problems seen:"
-		echo
-		printf -- '- %s\n' "${PROBLEMS[@]}"
-	fi
+	markdown_list "Problems seen:" "${PROBLEMS[@]}"
 }
 write_out markdown_report

@@ -48,14 +48,29 @@ count_label() {
 	if (($1 >= 1000 && $1 % 1000 == 0)); then echo "$(($1 / 1000))k"; else echo "$1"; fi
 }
 
-# ensure_tool NAME: true when command NAME is there, or when root could
-# apt-get install the Debian package of the same name.
+# ensure_tool NAME [PACKAGE]: true when command NAME is there, or when
+# root could apt-get install the Debian package PACKAGE (default NAME).
 ensure_tool() {
+	local pkg=${2:-$1}
 	command -v "$1" >/dev/null && return 0
 	if [[ $(id -u) != 0 ]] || ! command -v apt-get >/dev/null; then return 1; fi
-	log "installing $1"
-	apt-get install -y -qq "$1" >/dev/null 2>&1 ||
-		{ apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq "$1" >/dev/null 2>&1; }
+	log "installing $pkg"
+	apt-get install -y -qq "$pkg" >/dev/null 2>&1 ||
+		{ apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq "$pkg" >/dev/null 2>&1; }
+	command -v "$1" >/dev/null
+}
+
+# make_tree DIR FILES DIRS: FILES small Go files spread over DIRS
+# directories, as a source tree an agent works in.
+make_tree() {
+	local per_dir=$(($2 / $3)) d i
+	for ((d = 0; d < $3; d++)); do
+		mkdir -p "$1/dir$d"
+		for ((i = 0; i < per_dir; i++)); do
+			printf 'package dir%d\n\n// File %d of directory %d.\nconst F%d = "%d-%d"\n' \
+				"$d" "$i" "$d" "$i" "$d" "$i" >"$1/dir$d/f$i.go"
+		done
+	done
 }
 
 # wait_gone PID SECONDS: wait for a process to exit; false if it did not.
@@ -302,6 +317,15 @@ print_list() {
 	echo "$1"
 	shift
 	printf '  - %s\n' "$@"
+}
+
+# markdown_list TITLE ITEM...: a blank line, TITLE and the items as a
+# markdown list; nothing when there are no items.
+markdown_list() {
+	(($# > 1)) || return 0
+	printf '\n%s\n\n' "$1"
+	shift
+	printf -- '- %s\n' "$@"
 }
 
 # write_out COMMAND...: with BENCH_OUT set, write COMMAND's output there.

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"reflect"
 	"slices"
@@ -54,6 +55,9 @@ type device struct {
 	// took the place of, which are told so if they dial again.
 	instance   string
 	superseded []string
+	// sentBefore counts the requests sent on the device's links that
+	// have ended; LinkRequests adds the live link's.
+	sentBefore int64
 }
 
 // maxSuperseded bounds what a gateway remembers of replaced daemons.
@@ -441,6 +445,9 @@ func (g *Gateway) online(h hello, peer string, r *remote) {
 		}
 	}
 	d.instance = h.Instance
+	if old != nil {
+		d.sentBefore += old.client.Sent()
+	}
 	now := time.Now()
 	d.facts, d.addr, d.link, d.connectedAt, d.lastSeen = h.Facts, peer, r, now, now
 	g.mu.Unlock()
@@ -493,10 +500,37 @@ func (g *Gateway) offline(id string, client *ninep.Client) {
 		g.mu.Unlock()
 		return // a newer link took its place
 	}
+	d.sentBefore += client.Sent()
 	d.link, d.lastSeen = nil, time.Now()
 	g.mu.Unlock()
 	g.log.Warn("device offline", "device", id)
 	g.relinked(id)
+}
+
+// LinkCount is what the gateway has asked of one device since it
+// started, over all of that device's links.
+type LinkCount struct {
+	Device   string
+	Online   bool
+	Requests int64 // 9P requests sent to the device: round trips over its link
+}
+
+// LinkRequests counts the requests sent to each device that has joined,
+// in name order, so that what a workload under /mnt/ID costs in round
+// trips can be read in /sys/stats.
+func (g *Gateway) LinkRequests() []LinkCount {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]LinkCount, 0, len(g.devices))
+	for _, id := range slices.Sorted(maps.Keys(g.devices)) {
+		d := g.devices[id]
+		c := LinkCount{Device: id, Online: d.link != nil, Requests: d.sentBefore}
+		if d.link != nil {
+			c.Requests += d.link.client.Sent()
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // link is device id's live link, nil while it is offline.

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -441,5 +442,48 @@ func TestGatewayRestart(t *testing.T) {
 	}
 	if got, err := readAll(t, root, "hello"); err != nil || got != "hi from lap\n" {
 		t.Errorf("reading from lap after the gateway restarted: %q, %v", got, err)
+	}
+}
+
+// The requests the gateway sends a device are counted per device, kept
+// when its link ends, so /sys/stats can say what a workload under /mnt/ID cost in
+// round trips.
+func TestLinkCountsRequests(t *testing.T) {
+	const reads = 5
+	files := map[string]vfs.Node{}
+	for i := range reads {
+		files["f"+strconv.Itoa(i)] = vfs.NewTextFile([]byte("data"))
+	}
+	gw := startGateway(t)
+	stop, _, _ := startDeviceServing(t, gw.token(t, "lap"), "lap", vfs.NewStaticDir(files))
+	eventually(t, "lap online", func() bool { return gw.describeOf(t, "lap").Online })
+	sent := func() LinkCount {
+		for _, c := range gw.LinkRequests() {
+			if c.Device == "lap" {
+				return c
+			}
+		}
+		t.Fatalf("no count for lap in %+v", gw.LinkRequests())
+		return LinkCount{}
+	}
+	before := sent()
+	if !before.Online || before.Requests < 2 { // Tversion and Tattach at least
+		t.Fatalf("after joining: %+v, want online with the version and attach counted", before)
+	}
+	for name := range files {
+		if _, err := readAll(t, gw.mount("lap"), name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// No cache can answer the first read of a file: each one asks the
+	// device at least once.
+	during := sent()
+	if during.Requests-before.Requests < reads {
+		t.Errorf("%d first reads counted %d requests, want at least %d", reads, during.Requests-before.Requests, reads)
+	}
+	stop()
+	eventually(t, "lap offline", func() bool { return !gw.describeOf(t, "lap").Online })
+	if after := sent(); after.Online || after.Requests < during.Requests {
+		t.Errorf("after the link ended: %+v, want offline and still at least %d", after, during.Requests)
 	}
 }

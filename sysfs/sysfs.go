@@ -36,11 +36,20 @@ type Options struct {
 	// write there was refused.
 	Config    []ConfigKey
 	ConfigLog *slog.Logger
-	// Sessions, Devices, Edges and DevLog feed /sys/stats.
+	// Sessions, Devices, Links, Edges and DevLog feed /sys/stats.
 	Sessions func() (live, total int)
 	Devices  func() (online, known int)
+	Links    func() []Link
 	Edges    func() []Edge
 	DevLog   func() LogCounts
+}
+
+// Link is what the gateway sent one device over its links: each request
+// is a round trip over the network, what a remote tree's speed turns on.
+type Link struct {
+	Device   string
+	Online   bool
+	Requests int64
 }
 
 // LogCounts are the lines written to /dev/log that the daemon logged,
@@ -143,6 +152,11 @@ func stats(o Options) []byte {
 	if o.Devices != nil {
 		online, known := o.Devices()
 		fmt.Fprintf(&b, "devices online %d known %d\n", online, known)
+	}
+	if o.Links != nil {
+		for _, l := range o.Links() {
+			fmt.Fprintf(&b, "device %s online %s requests sent %d\n", l.Device, yesNo(l.Online), l.Requests)
+		}
 	}
 	if o.DevLog != nil {
 		c := o.DevLog()

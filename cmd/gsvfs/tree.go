@@ -192,7 +192,7 @@ func buildTree(root string, o treeOptions) (*tree, error) {
 		Config:   configKeys(root, o.facts, settings),
 		Sessions: mgr.Counts, Edges: edges.list,
 		DevLog:  func() sysfs.LogCounts { return sysfs.LogCounts(dev.LogStats()) },
-		Devices: func() (int, int) { return gw.Counts() }}), "sys"); err != nil {
+		Devices: func() (int, int) { return gw.Counts() }, Links: func() []sysfs.Link { return linkCounts(gw) }}), "sys"); err != nil {
 		return nil, err
 	}
 	proc := procfs.New(mgr, procfs.Options{Resolve: resolver(root)})
@@ -345,6 +345,15 @@ func reapSessions(proc *procfs.FS, stop <-chan struct{}) {
 			return
 		}
 	}
+}
+
+// linkCounts is the gateway's requests per device link for /sys/stats.
+func linkCounts(gw *devices.Gateway) []sysfs.Link {
+	var out []sysfs.Link
+	for _, c := range gw.LinkRequests() {
+		out = append(out, sysfs.Link(c))
+	}
+	return out
 }
 
 // resolver translates a path of the tree under a disk-backed directory

@@ -90,6 +90,8 @@ type Client struct {
 	polls    int       // pending Twatches (waiter.poll), not counted as waiting
 	err      error     // set once the connection is dead
 	dead     chan struct{}
+
+	sent atomic.Int64 // requests put on the wire, for Sent
 }
 
 // reply is a decoded R-message, the pooled frame it aliases, and the
@@ -413,8 +415,15 @@ func (c *Client) send(tag uint16, m Message) error {
 		c.fail(ErrServerGone)
 		return ErrServerGone
 	}
+	c.sent.Add(1)
 	return nil
 }
+
+// Sent is how many requests this client has put on the wire: every
+// call, flush, background clunk and liveness probe, each one round trip.
+// An owner shows it so that what a workload costs over a slow link can
+// be counted (a device link in /sys/stats).
+func (c *Client) Sent() int64 { return c.sent.Load() }
 
 // register makes a waiter for a call: a tag, taken from the bounded pool
 // (or NoTag, for Tversion), and reply memory for m's reply.
