@@ -37,7 +37,9 @@ import (
 // KIND is posix, ofd or flock; TYPE r, w or u. The SIGALRM handler raises
 // only while the call runs, so a tick can only interrupt the call itself.
 const lockAgentScript = `
-import errno, fcntl, os, signal, struct, sys
+import errno, fcntl, os, resource, signal, struct, sys
+_, most = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (most, most))
 FMT = "hhqqi4x"
 types = {"r": fcntl.F_RDLCK, "w": fcntl.F_WRLCK, "u": fcntl.F_UNLCK}
 names = {v: k for k, v in types.items()}
@@ -97,11 +99,23 @@ type lockAgent struct {
 // newLockAgent starts an agent; it is killed when the test ends.
 func newLockAgent(t *testing.T, name string) *lockAgent {
 	t.Helper()
+	return newLockAgentAs(t, name, nil)
+}
+
+// newLockAgentAs starts an agent as the user cred names (nil: this
+// process's), with a python3 of the system's for another user, who may
+// not reach this one's; it is killed when the test ends.
+func newLockAgentAs(t *testing.T, name string, cred *syscall.Credential) *lockAgent {
+	t.Helper()
 	py, err := exec.LookPath("python3")
+	if cred != nil {
+		py, err = systemCommand("python3")
+	}
 	if err != nil {
 		t.Skipf("SKIPPED: the lock tests drive python3, which is not installed: %v", err)
 	}
 	a := &lockAgent{t: t, cmd: exec.Command(py, "-c", lockAgentScript), out: make(chan string, 4), name: name}
+	a.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	a.cmd.Stderr = os.Stderr
 	if a.in, err = a.cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
@@ -125,6 +139,16 @@ func newLockAgent(t *testing.T, name string) *lockAgent {
 		a.cmd.Wait()
 	})
 	return a
+}
+
+// systemCommand finds name in the system's own directories of commands.
+func systemCommand(name string) (string, error) {
+	for _, dir := range []string{"/usr/local/bin", "/usr/bin", "/bin"} {
+		if p, err := exec.LookPath(filepath.Join(dir, name)); err == nil {
+			return p, nil
+		}
+	}
+	return "", &exec.Error{Name: name, Err: exec.ErrNotFound}
 }
 
 // send gives the agent a command without waiting for its answer.

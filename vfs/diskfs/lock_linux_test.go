@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -30,13 +31,15 @@ func hostTry(t *testing.T, path string) error {
 	return err
 }
 
-func openLocker(t *testing.T, root vfs.Node, name string) vfs.Locker {
+// openLocker opens name under root (read and write unless mode says
+// otherwise) and closes it when the test ends.
+func openLocker(t *testing.T, root vfs.Node, name string, mode ...int) vfs.Locker {
 	t.Helper()
 	n, err := root.Lookup(context.Background(), name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := n.Open(context.Background(), os.O_RDWR)
+	h, err := n.Open(context.Background(), append(mode, os.O_RDWR)[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,8 +100,10 @@ func TestLockOwnersAreKernelLocks(t *testing.T) {
 	}
 }
 
-// One edge's owners hold at most MaxEdgeLockFiles descriptions; another
-// edge is not affected, and the descriptions go with the locks.
+// Each account holds at most its limit of descriptions, however many
+// owners it brings; another account of the same edge and an account with
+// no limit (root's) are not affected, and the descriptions go with the
+// locks.
 func TestLockOwnersBounded(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("data"), 0o644); err != nil {
@@ -106,24 +111,65 @@ func TestLockOwnersBounded(t *testing.T) {
 	}
 	h := openLocker(t, newFS(t, dir), "f")
 	ctx := context.Background()
-	read := func(edge string, id uint64) error {
-		_, err := h.Lock(ctx, vfs.LockRequest{Cmd: vfs.LockSet, Owner: vfs.LockOwner{Edge: edge, ID: id},
-			Lock: vfs.Lock{Type: vfs.LockRead, End: vfs.LockEOF}})
+	const limit = 8
+	read := func(uid int, limit int, id uint64) error {
+		_, err := h.Lock(ctx, vfs.LockRequest{Cmd: vfs.LockSet, Owner: vfs.LockOwner{Edge: "mount", ID: id},
+			Account: vfs.LockAccount{Who: uid, Limit: limit}, Lock: vfs.Lock{Type: vfs.LockRead, End: vfs.LockEOF}})
 		return err
 	}
-	for i := range diskfs.MaxEdgeLockFiles {
-		if err := read("rogue", uint64(i)); err != nil {
+	for i := range limit {
+		if err := read(1000, limit, uint64(i)); err != nil {
 			t.Fatalf("owner %d: %v", i, err)
 		}
 	}
-	if err := read("rogue", diskfs.MaxEdgeLockFiles); !errors.Is(err, syscall.ENOLCK) {
-		t.Errorf("an owner past the bound: %v, want ENOLCK", err)
+	if err := read(1000, limit, limit); !errors.Is(err, syscall.ENOLCK) {
+		t.Errorf("an owner past the account's limit: %v, want ENOLCK", err)
 	}
-	if err := read("fair", 1); err != nil {
-		t.Errorf("another edge's owner: %v", err)
+	if err := read(1001, limit, 100); err != nil {
+		t.Errorf("another user's owner on the same edge: %v", err)
+	}
+	if err := read(0, 0, 101); err != nil {
+		t.Errorf("root's owner: %v", err)
 	}
 	h.Lock(ctx, vfs.LockRequest{Cmd: vfs.LockClose})
 	if n := diskfs.LockFilesHeld(); n != 0 {
 		t.Errorf("%d descriptions held after the handle closed", n)
+	}
+}
+
+// A waiter gets the lock when an owner of the daemon lets go of it, at
+// once: with the poll for host processes' locks stretched to an hour, only
+// the wake of the unlock can free it (before, a waiter only polled). Its
+// record lock and its flock both.
+func TestLockWaiterWokenByUnlock(t *testing.T) {
+	diskfs.SetHostPoll(t, time.Hour)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("data"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root := newFS(t, dir)
+	h1, h2 := openLocker(t, root, "f"), openLocker(t, root, "f")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, flock := range []bool{false, true} {
+		req := func(cmd vfs.LockCmd, id uint64, typ vfs.LockType) vfs.LockRequest {
+			return vfs.LockRequest{Cmd: cmd, Flock: flock, Owner: vfs.LockOwner{Edge: "test", ID: id},
+				Lock: vfs.Lock{Type: typ, End: vfs.LockEOF}}
+		}
+		if _, err := h1.Lock(ctx, req(vfs.LockSet, 1, vfs.LockWrite)); err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan error, 1)
+		go func() { _, err := h2.Lock(ctx, req(vfs.LockWait, 2, vfs.LockWrite)); got <- err }()
+		for diskfs.LockWaiting() == 0 { // until it has found the lock taken
+			time.Sleep(time.Millisecond)
+		}
+		if _, err := h1.Lock(ctx, req(vfs.LockSet, 1, vfs.LockUnlock)); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-got; err != nil {
+			t.Fatalf("flock %v: the waiter after the unlock: %v", flock, err)
+		}
+		h2.Lock(ctx, req(vfs.LockSet, 2, vfs.LockUnlock))
 	}
 }
