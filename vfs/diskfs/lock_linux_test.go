@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -171,5 +172,56 @@ func TestLockWaiterWokenByUnlock(t *testing.T) {
 			t.Fatalf("flock %v: the waiter after the unlock: %v", flock, err)
 		}
 		h2.Lock(ctx, req(vfs.LockSet, 2, vfs.LockUnlock))
+	}
+}
+
+// Many owners taking turns with blocking write locks on one file exclude
+// each other, and every unlock wakes a waiter: with the poll for host
+// processes' locks stretched to an hour, a lost wake would leave the rest
+// waiting forever. Record locks and flock both.
+func TestLockWaitersTakeTurns(t *testing.T) {
+	diskfs.SetHostPoll(t, time.Hour)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("data"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root := newFS(t, dir)
+	ctx := context.Background()
+	for _, flock := range []bool{false, true} {
+		var inside atomic.Int32
+		errs := make(chan error, 16)
+		for g := range 16 {
+			h := openLocker(t, root, "f") // flock's locks are the open's
+			go func() {
+				req := func(cmd vfs.LockCmd, typ vfs.LockType) vfs.LockRequest {
+					return vfs.LockRequest{Cmd: cmd, Flock: flock, Owner: vfs.LockOwner{Edge: "test", ID: uint64(g)},
+						Lock: vfs.Lock{Type: typ, End: vfs.LockEOF}}
+				}
+				for range 50 {
+					if _, err := h.Lock(ctx, req(vfs.LockWait, vfs.LockWrite)); err != nil {
+						errs <- err
+						return
+					}
+					if inside.Add(1) != 1 {
+						errs <- errors.New("two owners held the write lock at once")
+						return
+					}
+					inside.Add(-1)
+					if _, err := h.Lock(ctx, req(vfs.LockSet, vfs.LockUnlock)); err != nil {
+						errs <- err
+						return
+					}
+				}
+				errs <- nil
+			}()
+		}
+		for range 16 {
+			if err := <-errs; err != nil {
+				t.Fatalf("flock %v: %v", flock, err)
+			}
+		}
+	}
+	if n := diskfs.LockFilesHeld(); n != 0 {
+		t.Errorf("%d descriptions held after every lock went", n)
 	}
 }
