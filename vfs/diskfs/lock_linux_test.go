@@ -32,6 +32,16 @@ func hostTry(t *testing.T, path string) error {
 	return err
 }
 
+// treeWithF is a tree of a new directory holding one file, f.
+func treeWithF(t *testing.T) vfs.Node {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("data"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return newFS(t, dir)
+}
+
 // openLocker opens name under root (read and write unless mode says
 // otherwise) and closes it when the test ends.
 func openLocker(t *testing.T, root vfs.Node, name string, mode ...int) vfs.Locker {
@@ -106,11 +116,7 @@ func TestLockOwnersAreKernelLocks(t *testing.T) {
 // no limit (root's) are not affected, and the descriptions go with the
 // locks.
 func TestLockOwnersBounded(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("data"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	h := openLocker(t, newFS(t, dir), "f")
+	h := openLocker(t, treeWithF(t), "f")
 	ctx := context.Background()
 	const limit = 8
 	read := func(uid int, limit int, id uint64) error {
@@ -144,11 +150,7 @@ func TestLockOwnersBounded(t *testing.T) {
 // record lock and its flock both.
 func TestLockWaiterWokenByUnlock(t *testing.T) {
 	diskfs.SetHostPoll(t, time.Hour)
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("data"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	root := newFS(t, dir)
+	root := treeWithF(t)
 	h1, h2 := openLocker(t, root, "f"), openLocker(t, root, "f")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -181,11 +183,7 @@ func TestLockWaiterWokenByUnlock(t *testing.T) {
 // waiting forever. Record locks and flock both.
 func TestLockWaitersTakeTurns(t *testing.T) {
 	diskfs.SetHostPoll(t, time.Hour)
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("data"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	root := newFS(t, dir)
+	root := treeWithF(t)
 	ctx := context.Background()
 	for _, flock := range []bool{false, true} {
 		var inside atomic.Int32
