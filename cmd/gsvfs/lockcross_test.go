@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gsvfs/gsvfs/vfs/vfstest"
 )
 
 // Locks taken through the mount are the kernel's locks on the backing
@@ -520,9 +522,16 @@ func TestNinepLocksCrossDisk(t *testing.T) {
 }
 
 // A 9P client cannot make the daemon hold a description per lock owner
-// without bound, nor pass it a malformed lock.
+// without bound, nor pass it a malformed lock. The bound follows the
+// daemon's descriptor limit, here held at 4096 (a connection may then
+// hold 1024 files open, and lock 256 owners' descriptions).
 func TestNinepLocksRogueClient(t *testing.T) {
-	d := startMount(t)
+	vfstest.NeedFUSE(t)
+	base := t.TempDir()
+	root, mnt := filepath.Join(base, "state"), filepath.Join(base, "mnt")
+	smMust(t, "mkdir", os.Mkdir(mnt, 0o755))
+	d := launch(t, &daemon{Root: root, Mnt: mnt, prefix: fileLimited(t, 4096)}, "mount", "--foreground", "--root", root, mnt)
+	t.Cleanup(func() { d.stop(t) })
 	lockFile(t, d, "rogue")
 	c := floodConn(t, filepath.Join(d.Root, "gsvfs.sock"), "rogue") // fid 2, open for reading
 	lock := func(typ uint8, start, length uint64, proc uint32) string {
@@ -565,6 +574,9 @@ func TestNinepLocksRogueClient(t *testing.T) {
 	if proc == 5000 {
 		t.Fatal("4999 lock owners of one connection each held a description")
 	}
+	if proc-1 != 256 {
+		t.Errorf("%d lock owners of one connection held a description, want 256: a quarter of the 1024 files it may hold open", proc-1)
+	}
 	if typ, _ := rpc9(t, c, 120, 9, le32(2)); typ != 121 {
 		t.Fatalf("Tclunk: message type %d", typ)
 	}
@@ -576,6 +588,18 @@ func TestNinepLocksRogueClient(t *testing.T) {
 			t.Fatalf("after the clunk, read lock of proc %d: %s", p, got)
 		}
 	}
+}
+
+// fileLimited is a command prefix that runs a program with a descriptor
+// limit of n that it may not raise (no CAP_SYS_RESOURCE).
+func fileLimited(t *testing.T, n int) []string {
+	t.Helper()
+	for _, tool := range []string{"prlimit", "setpriv"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("SKIPPED: %s (util-linux) is needed to hold the daemon's descriptor limit: %v", tool, err)
+		}
+	}
+	return []string{"prlimit", fmt.Sprintf("--nofile=%d:%d", n, n), "setpriv", "--bounding-set=-sys_resource"}
 }
 
 // rpc9 sends one request and returns the type and body of its reply.
