@@ -33,3 +33,11 @@ func LockWaiting() int {
 	}
 	return n
 }
+
+// SetMaxLockFiles bounds the descriptions of the accounts with a limit,
+// together, to n until the test ends.
+func SetMaxLockFiles(t interface{ Cleanup(func()) }, n int) {
+	old := hostLocks.max
+	hostLocks.max = func() int { return n }
+	t.Cleanup(func() { hostLocks.max = old })
+}

@@ -144,6 +144,36 @@ func TestLockOwnersBounded(t *testing.T) {
 	}
 }
 
+// The accounts with a limit together hold at most the daemon's bound of
+// descriptions (a quarter of its descriptor limit), each within its own
+// limit; root's account, with none, still locks past it.
+func TestLockOwnersBoundedTogether(t *testing.T) {
+	diskfs.SetMaxLockFiles(t, 6)
+	h := openLocker(t, treeWithF(t), "f")
+	ctx := context.Background()
+	read := func(uid int, limit int, id uint64) error {
+		_, err := h.Lock(ctx, vfs.LockRequest{Cmd: vfs.LockSet, Owner: vfs.LockOwner{Edge: "mount", ID: id},
+			Account: vfs.LockAccount{Who: uid, Limit: limit}, Lock: vfs.Lock{Type: vfs.LockRead, End: vfs.LockEOF}})
+		return err
+	}
+	for i := range 6 {
+		if err := read(1000+i/3, 4, uint64(i)); err != nil { // two users, three owners each
+			t.Fatalf("owner %d: %v", i, err)
+		}
+	}
+	if err := read(1002, 4, 6); !errors.Is(err, syscall.ENOLCK) {
+		t.Errorf("a third user's owner past the daemon's bound: %v, want ENOLCK", err)
+	}
+	if err := read(0, 0, 7); err != nil {
+		t.Errorf("root's owner past the daemon's bound: %v", err)
+	}
+	h.Lock(ctx, vfs.LockRequest{Cmd: vfs.LockClose})
+	if err := read(1002, 4, 6); err != nil {
+		t.Errorf("once the others' locks went: %v", err)
+	}
+	h.Lock(ctx, vfs.LockRequest{Cmd: vfs.LockClose})
+}
+
 // A waiter gets the lock when an owner of the daemon lets go of it, at
 // once: with the poll for host processes' locks stretched to an hour, only
 // the wake of the unlock can free it (before, a waiter only polled). Its
