@@ -88,7 +88,34 @@ type LockRequest struct {
 	// value unique to the open, such as the edge's own handle. A Locker
 	// knows its open and ignores it.
 	Open any
+	// Account pays for what the request makes the daemon hold.
+	Account LockAccount
 }
+
+// LockAccount is who pays for the locks a request makes the daemon hold
+// (memory locks, or a lock owner's opening of a host file, which costs a
+// descriptor), so that a client at its limit denies no other client a
+// lock: each edge charges its clients apart, a 9P connection on its own,
+// each user of a FUSE mount on its own, never the whole edge as one.
+type LockAccount struct {
+	// Who names the client: a comparable value unique to it.
+	Who any
+	// Limit is how many Who may hold at once (past it a lock fails with
+	// ENOLCK); zero is no limit, for root and the daemon's own user
+	// through FUSE, whose opens are not bounded either.
+	Limit int
+}
+
+// LockLimit is the Limit of a client who may hold opens files open: a
+// quarter of that, so that locks add little to what opens may cost the
+// daemon (a lock owner's opening of a host file takes a descriptor, as
+// an open does).
+func LockLimit(opens int64) int {
+	return int(max(opens/4, 1))
+}
+
+// AtLimit reports whether a, holding held, may hold no more.
+func (a LockAccount) AtLimit(held int) bool { return a.Limit > 0 && held >= a.Limit }
 
 // LockHandle carries out r on h: through h's own Locker, or else in the
 // daemon's memory, where file names the file (its inode number as the

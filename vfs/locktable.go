@@ -22,30 +22,28 @@ var memLocks = newLockTable()
 type lockTable struct {
 	mu      sync.Mutex
 	files   map[lockKey][]heldLock
-	edges   map[any]int   // how many locks each edge's owners hold
+	held    map[any]int   // how many locks each account holds (LockAccount.Who)
 	changed chan struct{} // closed and replaced at every change
 }
-
-// maxEdgeLocks bounds the memory locks the owners of one edge (one 9P
-// connection, one FUSE mount) may hold, so no client can fill the
-// daemon's memory with them: past it a lock fails with ENOLCK.
-const maxEdgeLocks = 10000
 
 type lockKey struct {
 	file  uint64
 	flock bool
 }
 
-// heldLock is a lock and who holds it: the owner, and the open it was
-// taken through (LockRequest.Open, which LockClose drops).
+// heldLock is a lock and who holds it: the owner, the open it was taken
+// through (LockRequest.Open, which LockClose drops), and the account that
+// pays for it (nil: none), within its limit, so no client can fill the
+// daemon's memory with locks nor, at its limit, deny anyone else one.
 type heldLock struct {
 	Lock
 	owner LockOwner
 	via   any
+	payer any
 }
 
 func newLockTable() *lockTable {
-	return &lockTable{files: map[lockKey][]heldLock{}, edges: map[any]int{}, changed: make(chan struct{})}
+	return &lockTable{files: map[lockKey][]heldLock{}, held: map[any]int{}, changed: make(chan struct{})}
 }
 
 func (t *lockTable) do(ctx context.Context, file uint64, r LockRequest) (Lock, error) {
@@ -57,6 +55,9 @@ func (t *lockTable) do(ctx context.Context, file uint64, r LockRequest) (Lock, e
 		r.Start, r.End = 0, LockEOF
 	}
 	want := heldLock{Lock: r.Lock, owner: r.Owner, via: r.Open}
+	if r.Account.Limit > 0 {
+		want.payer = r.Account.Who
+	}
 	switch r.Cmd {
 	case LockTest:
 		if l, ok := t.test(k, want); ok {
@@ -71,7 +72,7 @@ func (t *lockTable) do(ctx context.Context, file uint64, r LockRequest) (Lock, e
 		return Lock{}, nil
 	}
 	for {
-		changed, err := t.set(k, want)
+		changed, err := t.set(k, want, r.Account)
 		if err != syscall.EAGAIN || r.Cmd != LockWait {
 			if err != 0 {
 				return Lock{}, Error("lock", "", err)
@@ -94,8 +95,8 @@ func (t *lockTable) changedLocked() {
 
 // set applies a lock or unlock. It fails with EAGAIN, and a channel that
 // is closed at the next change, when another owner's lock is in the way,
-// and with ENOLCK when the owner's edge holds too many.
-func (t *lockTable) set(k lockKey, want heldLock) (changed <-chan struct{}, err syscall.Errno) {
+// and with ENOLCK when the account holds as many as it may.
+func (t *lockTable) set(k lockKey, want heldLock, acct LockAccount) (changed <-chan struct{}, err syscall.Errno) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	locks := t.files[k]
@@ -105,12 +106,20 @@ func (t *lockTable) set(k lockKey, want heldLock) (changed <-chan struct{}, err 
 				return t.changed, syscall.EAGAIN
 			}
 		}
-		if t.edges[want.owner.Edge] >= maxEdgeLocks {
-			return nil, syscall.ENOLCK
-		}
 	}
-	// The owner's own locks over the range are replaced: cut them
-	// around it, as fcntl(2) does when a process relocks or unlocks.
+	out := cut(locks, want)
+	if grown := paidBy(out, want.payer) - paidBy(locks, want.payer); grown > 0 && acct.AtLimit(t.held[want.payer]+grown-1) {
+		return nil, syscall.ENOLCK // a new lock, or a split of one
+	}
+	t.store(k, out)
+	t.changedLocked() // a relock to read or a split may free a waiter too
+	return nil, 0
+}
+
+// cut is locks with want applied: the owner's own locks over its range
+// are replaced, cut around it, as fcntl(2) does when a process relocks
+// or unlocks.
+func cut(locks []heldLock, want heldLock) []heldLock {
 	var out []heldLock
 	for _, l := range locks {
 		if l.owner != want.owner || l.End < want.Start || l.Start > want.End {
@@ -131,21 +140,34 @@ func (t *lockTable) set(k lockKey, want heldLock) (changed <-chan struct{}, err 
 	if want.Type != LockUnlock {
 		out = append(out, want)
 	}
-	t.store(k, out)
-	t.changedLocked() // a relock to read or a split may free a waiter too
-	return nil, 0
+	return out
+}
+
+// paidBy counts the locks that payer pays for (none for nil).
+func paidBy(locks []heldLock, payer any) int {
+	n := 0
+	for _, l := range locks {
+		if payer != nil && l.payer == payer {
+			n++
+		}
+	}
+	return n
 }
 
 // store keeps a file's locks, forgetting the file when none are left.
 // t.mu must be held.
 func (t *lockTable) store(k lockKey, locks []heldLock) {
 	for _, l := range t.files[k] {
-		if t.edges[l.owner.Edge]--; t.edges[l.owner.Edge] == 0 {
-			delete(t.edges, l.owner.Edge)
+		if l.payer != nil {
+			if t.held[l.payer]--; t.held[l.payer] == 0 {
+				delete(t.held, l.payer)
+			}
 		}
 	}
 	for _, l := range locks {
-		t.edges[l.owner.Edge]++
+		if l.payer != nil {
+			t.held[l.payer]++
+		}
 	}
 	if len(locks) == 0 {
 		delete(t.files, k)

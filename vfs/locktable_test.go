@@ -122,35 +122,44 @@ func TestLockWait(t *testing.T) {
 	}
 }
 
-// One edge's owners cannot hold more than maxEdgeLocks memory locks; the
-// others' are not affected, and closing gives the room back.
+// Each account (one user of a FUSE mount, one 9P connection) holds at
+// most its limit of memory locks, splits included; another account of the
+// same edge, and an account with no limit (root's), are not affected, and
+// closing gives the room back.
 func TestLockTableBound(t *testing.T) {
 	tab := newLockTable()
 	ctx := context.Background()
 	rogue, fair := &memHandle{}, &memHandle{}
-	lock := func(h Handle, edge string, file uint64) error {
-		_, err := tab.do(ctx, file, withOpen(LockRequest{Cmd: LockSet, Owner: LockOwner{Edge: edge, ID: file},
-			Lock: Lock{Type: LockRead, End: LockEOF}}, h))
+	const limit = 5
+	lock := func(h Handle, uid int, limit int, file uint64, typ LockType, start, end uint64) error {
+		_, err := tab.do(ctx, file, withOpen(LockRequest{Cmd: LockSet, Owner: LockOwner{Edge: "mount", ID: uint64(uid)},
+			Account: LockAccount{Who: uid, Limit: limit}, Lock: Lock{Type: typ, Start: start, End: end}}, h))
 		return err
 	}
-	for i := range maxEdgeLocks {
-		if err := lock(rogue, "rogue", uint64(i)); err != nil {
+	for i := range limit {
+		if err := lock(rogue, 1000, limit, uint64(i), LockRead, 0, LockEOF); err != nil {
 			t.Fatalf("lock %d: %v", i, err)
 		}
 	}
-	if err := lock(rogue, "rogue", maxEdgeLocks); !errors.Is(err, syscall.ENOLCK) {
-		t.Errorf("a lock past the bound: %v, want ENOLCK", err)
+	if err := lock(rogue, 1000, limit, limit, LockRead, 0, LockEOF); !errors.Is(err, syscall.ENOLCK) {
+		t.Errorf("a lock past the limit: %v, want ENOLCK", err)
 	}
-	if err := lock(fair, "fair", 1); err != nil {
-		t.Errorf("another edge's lock: %v", err)
+	if err := lock(rogue, 1000, limit, 0, LockUnlock, 10, 10); !errors.Is(err, syscall.ENOLCK) {
+		t.Errorf("an unlock splitting a lock past the limit: %v, want ENOLCK", err)
+	}
+	if err := lock(fair, 1001, limit, 1, LockRead, 0, LockEOF); err != nil {
+		t.Errorf("another user's lock on the same edge: %v", err)
+	}
+	if err := lock(fair, 0, 0, 2, LockRead, 0, LockEOF); err != nil {
+		t.Errorf("root's lock: %v", err)
 	}
 	tab.do(ctx, 0, withOpen(LockRequest{Cmd: LockClose}, rogue))
-	if err := lock(rogue, "rogue", 0); err != nil {
+	if err := lock(rogue, 1000, limit, 0, LockRead, 0, LockEOF); err != nil {
 		t.Errorf("a lock after the others closed: %v", err)
 	}
 	tab.do(ctx, 0, withOpen(LockRequest{Cmd: LockClose}, rogue))
 	tab.do(ctx, 0, withOpen(LockRequest{Cmd: LockClose}, fair))
-	if len(tab.edges) != 0 || len(tab.files) != 0 {
-		t.Errorf("counts left after every handle closed: %v", tab.edges)
+	if len(tab.held) != 0 || len(tab.files) != 0 {
+		t.Errorf("counts left after every handle closed: %v", tab.held)
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gsvfs/gsvfs/vfs/vfstest"
 )
 
 // Locks taken through the mount are the kernel's locks on the backing
@@ -37,7 +39,9 @@ import (
 // KIND is posix, ofd or flock; TYPE r, w or u. The SIGALRM handler raises
 // only while the call runs, so a tick can only interrupt the call itself.
 const lockAgentScript = `
-import errno, fcntl, os, signal, struct, sys
+import errno, fcntl, os, resource, signal, struct, sys
+_, most = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (most, most))
 FMT = "hhqqi4x"
 types = {"r": fcntl.F_RDLCK, "w": fcntl.F_WRLCK, "u": fcntl.F_UNLCK}
 names = {v: k for k, v in types.items()}
@@ -97,11 +101,23 @@ type lockAgent struct {
 // newLockAgent starts an agent; it is killed when the test ends.
 func newLockAgent(t *testing.T, name string) *lockAgent {
 	t.Helper()
+	return newLockAgentAs(t, name, nil)
+}
+
+// newLockAgentAs starts an agent as the user cred names (nil: this
+// process's), with a python3 of the system's for another user, who may
+// not reach this one's; it is killed when the test ends.
+func newLockAgentAs(t *testing.T, name string, cred *syscall.Credential) *lockAgent {
+	t.Helper()
 	py, err := exec.LookPath("python3")
+	if cred != nil {
+		py, err = systemCommand("python3")
+	}
 	if err != nil {
 		t.Skipf("SKIPPED: the lock tests drive python3, which is not installed: %v", err)
 	}
 	a := &lockAgent{t: t, cmd: exec.Command(py, "-c", lockAgentScript), out: make(chan string, 4), name: name}
+	a.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	a.cmd.Stderr = os.Stderr
 	if a.in, err = a.cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
@@ -125,6 +141,16 @@ func newLockAgent(t *testing.T, name string) *lockAgent {
 		a.cmd.Wait()
 	})
 	return a
+}
+
+// systemCommand finds name in the system's own directories of commands.
+func systemCommand(name string) (string, error) {
+	for _, dir := range []string{"/usr/local/bin", "/usr/bin", "/bin"} {
+		if p, err := exec.LookPath(filepath.Join(dir, name)); err == nil {
+			return p, nil
+		}
+	}
+	return "", &exec.Error{Name: name, Err: exec.ErrNotFound}
 }
 
 // send gives the agent a command without waiting for its answer.
@@ -496,9 +522,16 @@ func TestNinepLocksCrossDisk(t *testing.T) {
 }
 
 // A 9P client cannot make the daemon hold a description per lock owner
-// without bound, nor pass it a malformed lock.
+// without bound, nor pass it a malformed lock. The bound follows the
+// daemon's descriptor limit, here held at 4096 (a connection may then
+// hold 1024 files open, and lock 256 owners' descriptions).
 func TestNinepLocksRogueClient(t *testing.T) {
-	d := startMount(t)
+	vfstest.NeedFUSE(t)
+	base := t.TempDir()
+	root, mnt := filepath.Join(base, "state"), filepath.Join(base, "mnt")
+	smMust(t, "mkdir", os.Mkdir(mnt, 0o755))
+	d := launch(t, &daemon{Root: root, Mnt: mnt, prefix: fileLimited(t, 4096)}, "mount", "--foreground", "--root", root, mnt)
+	t.Cleanup(func() { d.stop(t) })
 	lockFile(t, d, "rogue")
 	c := floodConn(t, filepath.Join(d.Root, "gsvfs.sock"), "rogue") // fid 2, open for reading
 	lock := func(typ uint8, start, length uint64, proc uint32) string {
@@ -541,6 +574,9 @@ func TestNinepLocksRogueClient(t *testing.T) {
 	if proc == 5000 {
 		t.Fatal("4999 lock owners of one connection each held a description")
 	}
+	if proc-1 != 256 {
+		t.Errorf("%d lock owners of one connection held a description, want 256: a quarter of the 1024 files it may hold open", proc-1)
+	}
 	if typ, _ := rpc9(t, c, 120, 9, le32(2)); typ != 121 {
 		t.Fatalf("Tclunk: message type %d", typ)
 	}
@@ -552,6 +588,18 @@ func TestNinepLocksRogueClient(t *testing.T) {
 			t.Fatalf("after the clunk, read lock of proc %d: %s", p, got)
 		}
 	}
+}
+
+// fileLimited is a command prefix that runs a program with a descriptor
+// limit of n that it may not raise (no CAP_SYS_RESOURCE).
+func fileLimited(t *testing.T, n int) []string {
+	t.Helper()
+	for _, tool := range []string{"prlimit", "setpriv"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("SKIPPED: %s (util-linux) is needed to hold the daemon's descriptor limit: %v", tool, err)
+		}
+	}
+	return []string{"prlimit", fmt.Sprintf("--nofile=%d:%d", n, n), "setpriv", "--bounding-set=-sys_resource"}
 }
 
 // rpc9 sends one request and returns the type and body of its reply.
@@ -658,4 +706,54 @@ func TestLocksThroughAttachedMount(t *testing.T) {
 			att.must("ok", "wait %d %s r 0 0", afd, kind)
 		})
 	}
+}
+
+// An ordinary user who takes locks on file after file until the mount
+// refuses (ENOLCK) has used up only its own budget: root and another user
+// still lock, and the user locks again once its locks are gone. (Before,
+// the budget was the whole mount's, and such a loop left every other user
+// with ENOLCK.)
+func TestLocksBudgetPerUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED: needs root to act as other users")
+	}
+	// 2000 opens a user: a quarter of it, 500, is the user's lock budget,
+	// well under the 1024 that one mount's users had together before.
+	d := smSharedMount(t, "--max-open-per-user", "2000")
+	const files = 1100
+	dir := filepath.Join(d.Root, "workspaces", "budget")
+	smMust(t, "mkdir", os.Mkdir(dir, 0o777))
+	smMust(t, "chmod", os.Chmod(dir, 0o777))
+	for i := range files + 2 {
+		p := filepath.Join(dir, fmt.Sprint("f", i))
+		smMust(t, "create", os.WriteFile(p, nil, 0o666))
+		smMust(t, "chmod", os.Chmod(p, 0o666))
+	}
+	file := func(i int) string { return d.Path(fmt.Sprint("workspaces/budget/f", i)) }
+	as := func(uid uint32) *syscall.Credential {
+		return &syscall.Credential{Uid: uid, Gid: uid, Groups: []uint32{}}
+	}
+
+	hog := newLockAgentAs(t, "uid 1000", as(smOther))
+	held, last := 0, ""
+	for ; held < files; held++ {
+		if last = hog.do("set %d posix w 0 0", hog.open(file(held))); last != "ok" {
+			break
+		}
+	}
+	if last != "ENOLCK" {
+		t.Fatalf("uid %d locked %d files and then got %q; want ENOLCK at its budget", smOther, held, last)
+	}
+	t.Logf("uid %d holds write locks on %d files, then ENOLCK", smOther, held)
+
+	root := newLockAgent(t, "root")
+	root.must("ok", "set %d posix w 0 0", root.open(file(files)))
+	other := newLockAgentAs(t, "uid 1001", as(smOther+1))
+	other.must("ok", "set %d posix w 0 0", other.open(file(files+1)))
+
+	// The user's locks go with its process, and its budget with them.
+	hog.cmd.Process.Kill()
+	hog.cmd.Wait()
+	again := newLockAgentAs(t, "uid 1000 again", as(smOther))
+	again.must("ok", "set %d posix w 0 0", again.open(file(0)))
 }

@@ -146,3 +146,46 @@ func TestWatchLimit(t *testing.T) {
 	}
 	runtime.KeepAlive(held)
 }
+
+// Taking and dropping locks, record locks (each owner's reopening of the
+// file) and flock alike, is no change of the file: the watch reports
+// none, so no edge drops its caches of the file for a lock. A change made
+// after the locks marks the end: inotify keeps order.
+func TestWatchIgnoresLocks(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("data"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := diskfs.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := subscribe(t, f)
+	os.WriteFile(filepath.Join(dir, "start"), nil, 0o644)
+	next(t, ch, "start") // the watch is in place
+	for _, mode := range []int{os.O_RDONLY, os.O_RDWR} {
+		l := openLocker(t, f.Root(), "f", mode)
+		typ := map[int]vfs.LockType{os.O_RDONLY: vfs.LockRead, os.O_RDWR: vfs.LockWrite}[mode]
+		for _, flock := range []bool{false, true} {
+			for _, t2 := range []vfs.LockType{typ, vfs.LockUnlock} {
+				_, err := l.Lock(ctx, vfs.LockRequest{Cmd: vfs.LockSet, Flock: flock, Owner: vfs.LockOwner{Edge: "test", ID: 1},
+					Lock: vfs.Lock{Type: t2, End: vfs.LockEOF}})
+				if err != nil {
+					t.Fatalf("mode %o flock %v type %v: %v", mode, flock, t2, err)
+				}
+			}
+		}
+		l.Lock(ctx, vfs.LockRequest{Cmd: vfs.LockClose})
+	}
+	os.WriteFile(filepath.Join(dir, "end"), nil, 0o644)
+	for {
+		c := <-ch
+		if c.Name == "f" {
+			t.Fatalf("locking f was reported as a change of it: %+v", c)
+		}
+		if c.Name == "end" {
+			return
+		}
+	}
+}

@@ -35,18 +35,28 @@ var daemonUid = uint32(os.Geteuid())
 // take counts an open for the caller and returns the uid to give back at
 // release, or EMFILE when the caller is at the limit.
 func (u *userOpens) take(ctx context.Context) (uid uint32, counted bool, errno syscall.Errno) {
-	caller, ok := fuse.FromContext(ctx)
-	if !ok || caller.Uid == 0 || caller.Uid == daemonUid {
+	uid, ok := boundedUser(ctx)
+	if !ok {
 		return 0, false, 0
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if u.n[caller.Uid] >= u.max {
-		u.warn.Warn("user-open-limit", "fuse: a user is at the limit of open files", "uid", caller.Uid, "limit", u.max)
+	if u.n[uid] >= u.max {
+		u.warn.Warn("user-open-limit", "fuse: a user is at the limit of open files", "uid", uid, "limit", u.max)
 		return 0, false, syscall.EMFILE
 	}
-	u.n[caller.Uid]++
-	return caller.Uid, true, 0
+	u.n[uid]++
+	return uid, true, 0
+}
+
+// boundedUser is the caller's uid, when what the caller holds is bounded:
+// for an ordinary user, not root nor the daemon's own user.
+func boundedUser(ctx context.Context) (uint32, bool) {
+	caller, ok := fuse.FromContext(ctx)
+	if !ok || caller.Uid == 0 || caller.Uid == daemonUid {
+		return 0, false
+	}
+	return caller.Uid, true
 }
 
 func (u *userOpens) drop(uid uint32) {

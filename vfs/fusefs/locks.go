@@ -65,7 +65,7 @@ func (n *node) lock(ctx context.Context, fh gofs.FileHandle, cmd vfs.LockCmd, ow
 		return vfs.Lock{}, syscall.EBADF
 	}
 	r := vfs.LockRequest{Cmd: cmd, Flock: flags&fuse.LK_FLOCK != 0,
-		Owner: f.srv.lockOwner(owner), Lock: fromFileLock(lk), Open: f}
+		Owner: f.srv.lockOwner(owner), Lock: fromFileLock(lk), Open: f, Account: f.srv.lockAccount(ctx)}
 	if cmd != vfs.LockTest && !f.locked.Swap(true) {
 		f.file = n.StableAttr().Ino
 		f.srv.lockers.add(f.file, 1)
@@ -86,6 +86,24 @@ func (n *node) lock(ctx context.Context, fh gofs.FileHandle, cmd vfs.LockCmd, ow
 // lockOwner is the tree's name for a lock owner of this mount.
 func (s *server) lockOwner(id uint64) vfs.LockOwner {
 	return vfs.LockOwner{Edge: s, ID: id}
+}
+
+// lockAccount is who pays for the caller's locks: each ordinary user of
+// the mount on its own, so that one at its limit denies no other user a
+// lock, within a share of the files it may hold open. Root and the
+// daemon's own user pay nothing, as their opens are not bounded either.
+func (s *server) lockAccount(ctx context.Context) vfs.LockAccount {
+	uid, ok := boundedUser(ctx)
+	if !ok {
+		return vfs.LockAccount{}
+	}
+	return vfs.LockAccount{Who: userOf{s, uid}, Limit: vfs.LockLimit(s.opts.MaxOpenPerUser)}
+}
+
+// userOf names one user of one mount.
+type userOf struct {
+	srv *server
+	uid uint32
 }
 
 // dropOwnerLocks drops the record locks of the process that closed a

@@ -15,7 +15,8 @@ import (
 // exclude host processes, FUSE callers and other 9P clients alike. A lock
 // belongs to an owner: the connection, the client's id (its host name) and
 // the process id it sent. The locks taken through a fid go when it is
-// clunked, so every lock of a connection goes with it.
+// clunked, so every lock of a connection goes with it. The connection pays
+// for its locks (vfs.LockAccount), within a quarter of its open limit.
 //
 // A conflicting Tlock without the block flag gets LockBlocked at once. One
 // with it (F_SETLKW) waits in the server until the lock is free or the
@@ -57,8 +58,9 @@ func (c *conn) getlock(ctx context.Context, m *Tgetlock) (Message, error) {
 // fails in vfs.CheckLock.
 func (c *conn) lockRequest(cmd vfs.LockCmd, typ uint8, start, length uint64, proc uint32, client string) vfs.LockRequest {
 	return vfs.LockRequest{Cmd: cmd, Owner: vfs.LockOwner{Edge: c, Client: client, ID: uint64(proc)},
-		Flock: strings.HasPrefix(client, flockClient), // a gsvfs client's flock (clocks.go)
-		Lock:  vfs.Lock{Type: lockTypeOf(typ), Start: start, End: vfs.LockEnd(start, length), Pid: int32(proc)}}
+		Account: vfs.LockAccount{Who: c, Limit: vfs.LockLimit(c.srv.opts.MaxOpen)},
+		Flock:   strings.HasPrefix(client, flockClient), // a gsvfs client's flock (clocks.go)
+		Lock:    vfs.Lock{Type: lockTypeOf(typ), Start: start, End: vfs.LockEnd(start, length), Pid: int32(proc)}}
 }
 
 // lockTypeOf reads a lock type of the wire; one out of range is no
