@@ -51,7 +51,7 @@ func redialTree(a ninep.Address) (vfs.Node, func(), error) {
 	}
 	r.client, r.link = c, &relink.Link{Root: root}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
-	r.tree = relink.New(relink.Options{Where: "/", Current: r.current})
+	r.tree = relink.New(relink.Options{Where: "/", Current: r.current, Locks: true})
 	go r.keep(c)
 	return r.tree.Root(), r.close, nil
 }

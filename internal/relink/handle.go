@@ -32,6 +32,9 @@ func (n *node) handle(in vfs.Node, link *Link, h vfs.Handle, flags int) vfs.Hand
 	if _, ok := h.(vfs.DirReader); ok {
 		return &rdirHandle{rh}
 	}
+	if n.t.o.Locks {
+		return lockingHandle{rh}
+	}
 	return rh
 }
 
@@ -135,4 +138,18 @@ func (d *rdirHandle) ReadDir(ctx context.Context, off uint64) ([]vfs.DirEntry, e
 		return nil, vfs.Error("readdir", d.n.where(), syscall.ENOTDIR)
 	}
 	return dr.ReadDir(ctx, off)
+}
+
+// lockingHandle is an rhandle of a tree that sends locks to the far end
+// (Options.Locks): only such handles are vfs.Lockers, so that the edge
+// keeps the others' locks in its memory.
+type lockingHandle struct{ *rhandle }
+
+// Lock passes a lock to the far end's handle on the current link.
+func (h lockingHandle) Lock(ctx context.Context, r vfs.LockRequest) (vfs.Lock, error) {
+	in, err := h.cur(ctx, "lock")
+	if err != nil {
+		return vfs.Lock{}, err
+	}
+	return vfs.LockHandle(ctx, in, h.ident, r)
 }

@@ -43,6 +43,11 @@ type Options struct {
 	// they are read on each link, for its owner to keep: once a link, so
 	// a far end cannot make it write more often than it can link.
 	Remember func(vfs.Attr)
+	// Locks sends the locks of open files to the far end (vfs.Locker),
+	// where they exclude its other clients and its disk's programs.
+	// Without it they are the daemon's memory locks. Either way they do
+	// not outlive a link: a far end that comes back holds none of them.
+	Locks bool
 }
 
 // Tree is a remote tree whose nodes outlive the links they are reached by.
