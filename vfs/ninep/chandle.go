@@ -154,6 +154,7 @@ func (d *dirHandle) readDir(ctx context.Context, off uint64) ([]vfs.DirEntry, er
 func (d *dirHandle) batch(ctx context.Context, off uint64) (out []vfs.DirEntry, n int, err error) {
 	tr := Treaddir{Fid: d.fid, Offset: off, Count: uint32(d.c.iounit())}
 	plus := d.wantPlus(off)
+	gen := d.c.cache.since() // what the batch's attributes are as of
 	var rr reply
 	var data []byte
 	if plus {
@@ -186,7 +187,7 @@ func (d *dirHandle) batch(ctx context.Context, off uint64) (out []vfs.DirEntry, 
 		}
 		de := vfs.DirEntry{Name: e.Name, Ino: e.QID.Path, Type: uint32(e.Type) << 12, Next: e.Offset}
 		if e.Attr.Valid != 0 {
-			attrs = append(attrs, attrFromWire(&e.Attr))
+			attrs = append(attrs, d.c.wireAttr(&e.Attr))
 			de.Attr = &attrs[len(attrs)-1]
 		}
 		out = append(out, de)
@@ -198,7 +199,7 @@ func (d *dirHandle) batch(ctx context.Context, off uint64) (out []vfs.DirEntry, 
 		return nil, 0, err
 	}
 	if plus && d.dir != nil && len(out) > 0 { // the end of the listing keeps the last batch
-		d.dir.noteListed(d, out)
+		d.dir.noteListed(d, out, gen)
 	}
 	return out, n, nil
 }

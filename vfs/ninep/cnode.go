@@ -120,9 +120,16 @@ func (c *Client) getattr(ctx context.Context, fid uint32) (vfs.Attr, error) {
 	if err != nil {
 		return vfs.Attr{}, asErr("getattr", err)
 	}
+	return c.wireAttr(r), nil
+}
+
+// wireAttr is what the server said of a file, watched only while its
+// notices flow on this connection (a server's mark alone does not keep
+// the cache true).
+func (c *Client) wireAttr(r *Rgetattr) vfs.Attr {
 	a := attrFromWire(r)
 	a.Watched = a.Watched && c.notices.on.Load()
-	return a, nil
+	return a
 }
 
 // attrFromWire converts Rgetattr. A regular file with QID version 0 is

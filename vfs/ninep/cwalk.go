@@ -49,6 +49,7 @@ type listedBatch struct {
 	names map[string]*vfs.Attr // the listing's own, until looked up
 	total int
 	at    time.Time
+	gen   uint64 // the cache's generation when the batch was asked for
 }
 
 // listedFresh is how long a batch answers lookups: as long as the FUSE
@@ -87,7 +88,7 @@ func (n *node) readyAttr(ctx context.Context) (vfs.Attr, bool, error) {
 	n.cleanup.Stop()
 	n.cleanup = runtime.AddCleanup(n, n.c.clunkLater, fid)
 	dir.unpin()
-	return attrFromWire(&r.Attr), r.Attr.Valid != 0, nil
+	return n.c.wireAttr(&r.Attr), r.Attr.Valid != 0, nil
 }
 
 // readyBoth readies two nodes of one call (rename, link).
@@ -149,6 +150,9 @@ func (n *node) LookupAttr(ctx context.Context, name string) (vfs.Node, vfs.Attr,
 	if kid, a := n.fromListing(name); kid != nil {
 		return kid, a, nil
 	}
+	if kid, a := n.fromCache(name); kid != nil {
+		return kid, a, nil
+	}
 	if err := n.ready(ctx); err != nil {
 		return nil, vfs.Attr{}, asErr("lookup", err)
 	}
@@ -166,7 +170,7 @@ func (n *node) LookupAttr(ctx context.Context, name string) (vfs.Node, vfs.Attr,
 		a, err := kid.Attr(ctx)
 		return kid, a, err
 	}
-	a := attrFromWire(&r.Attr)
+	a := n.c.wireAttr(&r.Attr)
 	if !a.Volatile {
 		n.c.cache.put(cacheKey{cAttr, a.Ino, ""}, a, 1, a.Watched, gen)
 	}
@@ -202,8 +206,15 @@ func (n *node) fromListing(name string) (*node, vfs.Attr) {
 	}
 	delete(n.listed.names, name)
 	n.c.cache.walked(n.qid.Path, name, e.Ino)
+	// Held as a stat's answer would be, so that what is asked of the
+	// node next (its xattrs' misses) is held as long.
+	if !e.Volatile {
+		n.c.cache.put(cacheKey{cAttr, e.Ino, ""}, *e, 1, e.Watched, n.listed.gen)
+	}
 	n.pins++
-	kid := &node{c: n.c, qid: QID{Path: e.Ino}, uid: n.uid}
+	// The QID's type as the server would give it: a directory's node
+	// lists from the cache only if it knows it is one.
+	kid := &node{c: n.c, qid: QID{Path: e.Ino, Type: direntQIDType(e.Mode & syscall.S_IFMT)}, uid: n.uid}
 	kid.from, kid.name, kid.gen = n, name, e.Gen
 	// A kid collected unwalked lets its directory's fid go.
 	kid.cleanup = runtime.AddCleanup(kid, (*node).unpin, n)
@@ -212,8 +223,8 @@ func (n *node) fromListing(name string) (*node, vfs.Attr) {
 
 // noteListed keeps the batch d just listed for lookups, in place of the
 // last one; entries without attributes are left out.
-func (n *node) noteListed(d *dirHandle, ents []vfs.DirEntry) {
-	b := &listedBatch{by: d, names: make(map[string]*vfs.Attr, len(ents))}
+func (n *node) noteListed(d *dirHandle, ents []vfs.DirEntry, gen uint64) {
+	b := &listedBatch{by: d, names: make(map[string]*vfs.Attr, len(ents)), gen: gen}
 	for _, e := range ents {
 		if e.Attr != nil {
 			b.names[e.Name] = e.Attr
@@ -244,4 +255,35 @@ func (n *node) dropListed(d *dirHandle) {
 		n.listed = nil
 	}
 	n.mu.Unlock()
+}
+
+// fromCache makes the node of name from what the cache holds of it, the
+// file the name led to and that file's attributes, without a round trip,
+// while the directory is watched: a change of the name, or of the file,
+// would have dropped them. The node walks its fid by name when first
+// used, as one made from a listing does.
+func (n *node) fromCache(name string) (*node, vfs.Attr) {
+	if !n.watched() {
+		return nil, vfs.Attr{}
+	}
+	v, ok := n.c.cache.get(cacheKey{cEntry, n.qid.Path, name})
+	if !ok {
+		return nil, vfs.Attr{}
+	}
+	ino := v.(uint64)
+	av, ok := n.c.cache.get(cacheKey{cAttr, ino, ""})
+	if !ok {
+		return nil, vfs.Attr{}
+	}
+	a := av.(vfs.Attr)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.forgotten {
+		return nil, vfs.Attr{}
+	}
+	n.pins++
+	kid := &node{c: n.c, qid: QID{Path: ino, Type: direntQIDType(a.Mode & syscall.S_IFMT)}, uid: n.uid}
+	kid.from, kid.name, kid.gen = n, name, a.Gen
+	kid.cleanup = runtime.AddCleanup(kid, (*node).unpin, n)
+	return kid, a
 }
