@@ -77,12 +77,17 @@ func (n *node) readyAttr(ctx context.Context) (vfs.Attr, bool, error) {
 	if vfs.Errno(asErr("walk", err)) == syscall.ENOENT {
 		err = syscall.ESTALE
 	}
+	if err == nil && (r.QIDs[0].Path != n.qid.Path || n.gen != 0 && r.Attr.Gen != n.gen) { // another file has the name now
+		n.c.clunk(fid)
+		err = syscall.ESTALE
+	}
+	if err == syscall.ESTALE {
+		// What made the node is stale: the next lookup of the name (the
+		// kernel's retry of a stale open) walks to what it is now.
+		n.c.cache.dropEntry(dir.qid.Path, n.name)
+	}
 	if err != nil {
 		return vfs.Attr{}, false, err
-	}
-	if r.QIDs[0].Path != n.qid.Path || n.gen != 0 && r.Attr.Gen != n.gen { // another file has the name now
-		n.c.clunk(fid)
-		return vfs.Attr{}, false, syscall.ESTALE
 	}
 	n.fid, n.from = fid, nil
 	n.cleanup.Stop()
@@ -148,9 +153,6 @@ func (n *node) LookupAttr(ctx context.Context, name string) (vfs.Node, vfs.Attr,
 		return nil, vfs.Attr{}, vfs.Error("lookup", name, syscall.ENOENT)
 	}
 	if kid, a := n.fromListing(name); kid != nil {
-		return kid, a, nil
-	}
-	if kid, a := n.fromCache(name); kid != nil {
 		return kid, a, nil
 	}
 	if err := n.ready(ctx); err != nil {
@@ -255,35 +257,4 @@ func (n *node) dropListed(d *dirHandle) {
 		n.listed = nil
 	}
 	n.mu.Unlock()
-}
-
-// fromCache makes the node of name from what the cache holds of it, the
-// file the name led to and that file's attributes, without a round trip,
-// while the directory is watched: a change of the name, or of the file,
-// would have dropped them. The node walks its fid by name when first
-// used, as one made from a listing does.
-func (n *node) fromCache(name string) (*node, vfs.Attr) {
-	if !n.watched() {
-		return nil, vfs.Attr{}
-	}
-	v, ok := n.c.cache.get(cacheKey{cEntry, n.qid.Path, name})
-	if !ok {
-		return nil, vfs.Attr{}
-	}
-	ino := v.(uint64)
-	av, ok := n.c.cache.get(cacheKey{cAttr, ino, ""})
-	if !ok {
-		return nil, vfs.Attr{}
-	}
-	a := av.(vfs.Attr)
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.forgotten {
-		return nil, vfs.Attr{}
-	}
-	n.pins++
-	kid := &node{c: n.c, qid: QID{Path: ino, Type: direntQIDType(a.Mode & syscall.S_IFMT)}, uid: n.uid}
-	kid.from, kid.name, kid.gen = n, name, a.Gen
-	kid.cleanup = runtime.AddCleanup(kid, (*node).unpin, n)
-	return kid, a
 }
