@@ -285,7 +285,7 @@ DIR[native]=$data/native
 # round_trips: the requests the gateway has sent the device, or nothing
 # when /sys/stats does not count them.
 round_trips() {
-	awk '$1 == "device" && $2 == "dev" { print $NF }' "$work/gs.mnt/sys/stats" 2>/dev/null || true
+	awk '$1 == "device" && $2 == "dev" && $3 == "online" { print $NF }' "$work/gs.mnt/sys/stats" 2>/dev/null || true
 }
 
 sub() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.6f", b - a }'; }

@@ -56,8 +56,20 @@ type device struct {
 	instance   string
 	superseded []string
 	// sentBefore counts the requests sent on the device's links that
-	// have ended; LinkRequests adds the live link's.
-	sentBefore int64
+	// have ended, in all and by type; LinkRequests adds the live link's.
+	sentBefore       int64
+	sentBeforeByType map[string]int64
+}
+
+// linkEnded adds what client sent to the counts of ended links.
+func (d *device) linkEnded(client *ninep.Client) {
+	d.sentBefore += client.Sent()
+	if d.sentBeforeByType == nil {
+		d.sentBeforeByType = map[string]int64{}
+	}
+	for t, n := range client.SentByType() {
+		d.sentBeforeByType[t] += n
+	}
 }
 
 // maxSuperseded bounds what a gateway remembers of replaced daemons.
@@ -446,7 +458,7 @@ func (g *Gateway) online(h hello, peer string, r *remote) {
 	}
 	d.instance = h.Instance
 	if old != nil {
-		d.sentBefore += old.client.Sent()
+		d.linkEnded(old.client)
 	}
 	now := time.Now()
 	d.facts, d.addr, d.link, d.connectedAt, d.lastSeen = h.Facts, peer, r, now, now
@@ -500,7 +512,7 @@ func (g *Gateway) offline(id string, client *ninep.Client) {
 		g.mu.Unlock()
 		return // a newer link took its place
 	}
-	d.sentBefore += client.Sent()
+	d.linkEnded(client)
 	d.link, d.lastSeen = nil, time.Now()
 	g.mu.Unlock()
 	g.log.Warn("device offline", "device", id)
@@ -513,6 +525,8 @@ type LinkCount struct {
 	Device   string
 	Online   bool
 	Requests int64 // 9P requests sent to the device: round trips over its link
+	// ByType is Requests by kind of request (ninep.Client.SentByType).
+	ByType map[string]int64
 }
 
 // LinkRequests counts the requests sent to each device that has joined,
@@ -524,9 +538,15 @@ func (g *Gateway) LinkRequests() []LinkCount {
 	out := make([]LinkCount, 0, len(g.devices))
 	for _, id := range slices.Sorted(maps.Keys(g.devices)) {
 		d := g.devices[id]
-		c := LinkCount{Device: id, Online: d.link != nil, Requests: d.sentBefore}
+		c := LinkCount{Device: id, Online: d.link != nil, Requests: d.sentBefore, ByType: maps.Clone(d.sentBeforeByType)}
 		if d.link != nil {
 			c.Requests += d.link.client.Sent()
+			if c.ByType == nil {
+				c.ByType = map[string]int64{}
+			}
+			for t, n := range d.link.client.SentByType() {
+				c.ByType[t] += n
+			}
 		}
 		out = append(out, c)
 	}

@@ -481,6 +481,9 @@ func TestLinkCountsRequests(t *testing.T) {
 	if during.Requests-before.Requests < reads {
 		t.Errorf("%d first reads counted %d requests, want at least %d", reads, during.Requests-before.Requests, reads)
 	}
+	if during.ByType["read"] < reads || during.ByType["version"] != 1 {
+		t.Errorf("by type %v, want a version and at least %d reads", during.ByType, reads)
+	}
 	stop()
 	eventually(t, "lap offline", func() bool { return !gw.describeOf(t, "lap").Online })
 	if after := sent(); after.Online || after.Requests < during.Requests {

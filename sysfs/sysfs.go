@@ -5,11 +5,14 @@
 package sysfs
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os/user"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -50,6 +53,7 @@ type Link struct {
 	Device   string
 	Online   bool
 	Requests int64
+	ByType   map[string]int64 // Requests by kind: "walk", "read"...
 }
 
 // LogCounts are the lines written to /dev/log that the daemon logged,
@@ -156,6 +160,9 @@ func stats(o Options) []byte {
 	if o.Links != nil {
 		for _, l := range o.Links() {
 			fmt.Fprintf(&b, "device %s online %s requests sent %d\n", l.Device, yesNo(l.Online), l.Requests)
+			if len(l.ByType) > 0 {
+				fmt.Fprintf(&b, "device %s requests%s\n", l.Device, byType(l.ByType))
+			}
 		}
 	}
 	if o.DevLog != nil {
@@ -261,4 +268,16 @@ func (f guardedFile) SetAttr(ctx context.Context, s vfs.SetAttr) (vfs.Attr, erro
 		return vfs.Attr{}, err
 	}
 	return f.Attr(ctx)
+}
+
+// byType is " kind n" for each kind of request, the most sent first.
+func byType(m map[string]int64) string {
+	kinds := slices.SortedFunc(maps.Keys(m), func(a, b string) int {
+		return cmp.Or(cmp.Compare(m[b], m[a]), strings.Compare(a, b))
+	})
+	var b strings.Builder
+	for _, k := range kinds {
+		fmt.Fprintf(&b, " %s %d", k, m[k])
+	}
+	return b.String()
 }

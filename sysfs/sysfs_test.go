@@ -81,7 +81,9 @@ func TestStats(t *testing.T) {
 	}
 	sys := New(Options{Started: started, Clock: func() time.Time { return started.Add(time.Minute) }, Table: tab,
 		Sessions: func() (int, int) { return 2, 7 }, Devices: func() (int, int) { return 1, 3 },
-		Links: func() []Link { return []Link{{Device: "lap", Online: true, Requests: 51000}} },
+		Links: func() []Link {
+			return []Link{{Device: "lap", Online: true, Requests: 51000, ByType: map[string]int64{"read": 1000, "walk": 30000, "getattr": 20000}}}
+		},
 		Edges: func() []Edge {
 			return []Edge{{Name: "9p unix:/s", Connections: 1, Requests: 10, Errors: 2, Read: 1536, Written: 3 << 20}}
 		},
@@ -92,6 +94,7 @@ func TestStats(t *testing.T) {
 		"sessions live 2 total 7\n",
 		"devices online 1 known 3\n",
 		"device lap online yes requests sent 51000\n",
+		"device lap requests walk 30000 getattr 20000 read 1000\n",
 		"dev/log lines 12 written 800 B dropped lines 5000 written 2.0 MiB\n",
 		"edge 9p unix:/s connections 1 requests 10 errors 2 read 1.5 KiB written 3.0 MiB\n",
 		"tree /home requests 3 errors 0 read 5 B written 0 B\n",

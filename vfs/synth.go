@@ -281,19 +281,33 @@ const DotEntries = 2
 // first, then dr's entries, with offsets shifted to make room for the two.
 // The dots' inode numbers are left 0 for the edge to fill in. The returned
 // slice is the caller's to keep.
+//
+// A read from before the dots' end brings the first batch of entries with
+// them, so a small directory is listed in one step (for a remote
+// directory, one round trip); a failure of that batch is left for the
+// next read, from the first entry, to report.
 func ReadDirDots(ctx context.Context, dr DirReader, off uint64) ([]DirEntry, error) {
+	if off >= DotEntries {
+		return readDirShifted(ctx, dr, off, nil)
+	}
 	dots := []DirEntry{
 		{Name: ".", Type: syscall.S_IFDIR, Next: 1},
 		{Name: "..", Type: syscall.S_IFDIR, Next: DotEntries},
+	}[off:]
+	if out, err := readDirShifted(ctx, dr, DotEntries, dots); err == nil {
+		return out, nil
 	}
-	if off < DotEntries {
-		return dots[off:], nil
-	}
+	return dots, nil
+}
+
+// readDirShifted appends to out the entries of dr from the edge's offset
+// off, their offsets shifted past the dots.
+func readDirShifted(ctx context.Context, dr DirReader, off uint64, out []DirEntry) ([]DirEntry, error) {
 	entries, err := dr.ReadDir(ctx, UnshiftDirOffset(off, DotEntries))
-	out := make([]DirEntry, len(entries))
-	for i, e := range entries {
+	out = slices.Grow(out, len(entries))
+	for _, e := range entries {
 		e.Next = ShiftDirOffset(e.Next, DotEntries)
-		out[i] = e
+		out = append(out, e)
 	}
 	return out, err
 }

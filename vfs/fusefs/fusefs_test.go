@@ -159,3 +159,52 @@ func TestSyntheticDirListing(t *testing.T) {
 		t.Errorf("creating in a read-only directory succeeded: %s", out)
 	}
 }
+
+// countedDir counts the listing reads its open handles make.
+type countedDir struct {
+	vfs.Node
+	reads *atomic.Int64
+}
+
+func (d countedDir) Open(ctx context.Context, flags int) (vfs.Handle, error) {
+	h, err := d.Node.Open(ctx, flags)
+	if err != nil {
+		return nil, err
+	}
+	return countedHandle{h, h.(vfs.DirReader), d.reads}, nil
+}
+
+type countedHandle struct {
+	vfs.Handle
+	dr    vfs.DirReader
+	reads *atomic.Int64
+}
+
+func (h countedHandle) ReadDir(ctx context.Context, off uint64) ([]vfs.DirEntry, error) {
+	h.reads.Add(1)
+	return h.dr.ReadDir(ctx, off)
+}
+
+// A listing longer than one kernel buffer is read from the backend once,
+// with one more read to find its end: the kernel's pages and its seeks
+// back to an entry that did not fit are served from the batch held (for
+// a remote tree, each backend read is a round trip).
+func TestListingReadOncePerBatch(t *testing.T) {
+	kids := map[string]vfs.Node{}
+	for i := range 300 {
+		kids["a-rather-long-file-name-"+strconv.Itoa(i)] = vfs.NewTextFile([]byte("x"))
+	}
+	var reads atomic.Int64
+	d := countedDir{vfs.NewStaticDir(kids), &reads}
+	dir := mountTree(t, vfs.NewStaticDir(map[string]vfs.Node{"d": d}))
+	out, err := child(10*time.Second, "ls", "-f", filepath.Join(dir, "d"))
+	if err != nil {
+		t.Fatal(err, out)
+	}
+	if n := len(strings.Fields(out)); n != 302 {
+		t.Fatalf("ls -f listed %d names, want 302", n)
+	}
+	if got := reads.Load(); got != 2 {
+		t.Errorf("a listing of 300 names (%d bytes) took %d backend reads, want 2: the batch and its end", len(out), got)
+	}
+}

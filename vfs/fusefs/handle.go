@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"sync/atomic"
 	"syscall"
 
@@ -246,13 +247,24 @@ func (f *fileHandle) Allocate(ctx context.Context, off, size uint64, mode uint32
 // (vfs.ShiftDirOffset). Every offset the kernel holds therefore maps back
 // to a backend offset, and seeking (telldir/seekdir, small getdents
 // buffers) resumes exactly.
+//
+// The backend's last batch is kept whole: a kernel buffer that fills up
+// mid-batch seeks back to the entry that did not fit, which is found in
+// the batch rather than asked of the backend again (for a remote tree, a
+// round trip per page of listing).
 type dirStream struct {
-	h    vfs.Handle
-	dr   vfs.DirReader
-	srv  *server
-	pos  uint64 // the kernel offset of the next entry
-	buf  []vfs.DirEntry
-	user openUser
+	h     vfs.Handle
+	dr    vfs.DirReader
+	srv   *server
+	pos   uint64 // the kernel offset of the next entry
+	start uint64 // the kernel offset batch was read at
+	batch []vfs.DirEntry
+	i     int // the next entry of batch to hand out
+	// atEnd: the backend's last read, at pos, found the end. The
+	// kernel asks once more there before it tells its caller; that ask
+	// is answered from this.
+	atEnd bool
+	user  openUser
 }
 
 var (
@@ -263,26 +275,44 @@ var (
 )
 
 func (d *dirStream) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
-	if len(d.buf) == 0 {
+	if d.i == len(d.batch) {
+		if d.atEnd {
+			d.atEnd = false
+			return nil, 0
+		}
 		entries, err := vfs.ReadDirDots(reqCtx(ctx), d.dr, d.pos)
 		if err != nil {
 			return nil, d.srv.toErrno("readdir", err)
 		}
 		if len(entries) == 0 {
+			d.atEnd = true
 			return nil, 0
 		}
-		d.buf = entries
+		d.batch, d.i, d.start = entries, 0, d.pos
 	}
-	e := d.buf[0]
-	d.buf = d.buf[1:]
+	e := d.batch[d.i]
+	d.i++
 	d.pos = e.Next
 	return &fuse.DirEntry{Name: e.Name, Ino: e.Ino, Mode: e.Type, Off: d.pos}, 0
 }
 
+// Seekdir goes to the kernel offset off: within the batch held if it
+// starts there or one of its entries ends there, else by reading anew.
+// Offset 0 always reads anew: rewinddir shows what is there now.
 func (d *dirStream) Seekdir(_ context.Context, off uint64) syscall.Errno {
-	if off != d.pos {
-		d.pos = off
-		d.buf = nil
+	if off == d.pos {
+		return 0
+	}
+	d.pos, d.atEnd = off, false
+	switch j := slices.IndexFunc(d.batch, func(e vfs.DirEntry) bool { return e.Next == off }); {
+	case off == 0:
+		d.batch, d.i = nil, 0
+	case len(d.batch) > 0 && off == d.start:
+		d.i = 0
+	case j >= 0:
+		d.i = j + 1
+	default:
+		d.batch, d.i = nil, 0
 	}
 	return 0
 }

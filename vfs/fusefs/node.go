@@ -249,6 +249,11 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 	}
 	fh, fuseFlags, errno := n.srv.wrapHandle(ctx, h, n.volatile, user)
 	fuseFlags = n.srv.lockers.flushFor(n.StableAttr().Ino, flags, n.volatile, fuseFlags)
+	if !n.volatile && n.w.watched.Load() && n.srv.watch.on.Load() {
+		// A watched file's pages stay true: a change made elsewhere
+		// drops them (attrChanged), so the next open need not.
+		fuseFlags |= fuse.FOPEN_KEEP_CACHE
+	}
 	if errno == 0 && (flags&syscall.O_TRUNC != 0 || flags&syscall.O_ACCMODE != syscall.O_RDONLY) {
 		if errno = fh.(*fileHandle).clearSetID(ctx); errno != 0 {
 			fh.(*fileHandle).Release(ctx) // the kernel gets no handle to release

@@ -71,6 +71,8 @@ func (r *rogue) answer(m Message, scratch *[]byte) Message {
 		return &Rreaddirplus{Rreaddir{r.dirents(&m.Treaddir, true, scratch)}}
 	case *Tclunkmany:
 		return &Rclunkmany{}
+	case *Twalkopen:
+		return &Rwalkopen{Rlopen{QID: dir}}
 	case *Tgetattr:
 		return &Rgetattr{Valid: AttrBasic, QID: dir, Mode: syscall.S_IFDIR | 0o755, Nlink: 2}
 	case *Tlopen:

@@ -184,6 +184,15 @@ func (c *cache) putXattr(ino uint64, name string, x xattrValue, watched bool, ge
 	c.putLocked(k, m, cost+1+len(x.val)/64, long)
 }
 
+// putNoXattrs holds that the file r describes has no extended
+// attributes, if the server said so (AttrGsvfsNoXattrs): its list of
+// names is empty, and getxattr misses without asking.
+func (c *cache) putNoXattrs(r *Rgetattr, gen uint64) {
+	if r.Valid&AttrGsvfsNoXattrs != 0 {
+		c.put(cacheKey{cXnames, r.QID.Path, ""}, []string(nil), 1, r.Valid&AttrGsvfsWatched != 0, gen)
+	}
+}
+
 // maxXattrsHeld bounds the attribute names held for one file.
 const maxXattrsHeld = 64
 
@@ -204,6 +213,18 @@ func (c *cache) drop(ks ...cacheKey) {
 // dropFile forgets everything about ino.
 func (c *cache) dropFile(ino uint64) {
 	c.drop(cacheKey{cAttr, ino, ""}, cacheKey{cList, ino, ""}, cacheKey{cXattr, ino, ""}, cacheKey{cXnames, ino, ""})
+}
+
+// dropChanged forgets what this client's write or setattr of ino made
+// stale: as dropFile, but that the file has no extended attributes
+// stays known, as neither adds one (and the kernel asks whether a file
+// has security.capability at a write and a chown).
+func (c *cache) dropChanged(ino uint64) {
+	ks := []cacheKey{{cAttr, ino, ""}, {cList, ino, ""}, {cXattr, ino, ""}}
+	if v, ok := c.get(cacheKey{cXnames, ino, ""}); ok && len(v.([]string)) > 0 {
+		ks = append(ks, cacheKey{cXnames, ino, ""})
+	}
+	c.drop(ks...)
 }
 
 // dropEntry forgets what changes when name in dir comes, goes or

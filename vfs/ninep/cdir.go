@@ -146,6 +146,7 @@ func (d *cachedDir) opened(ctx context.Context) (vfs.Handle, error) {
 }
 
 func (d *cachedDir) Close() error {
+	d.n.dropListed(d)
 	if h := d.realHandle(); h != nil {
 		return h.Close()
 	}

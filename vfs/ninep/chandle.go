@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/gsvfs/gsvfs/vfs"
@@ -16,6 +17,10 @@ type handle struct {
 	ino  uint64 // the file's QID path, its key in the cache
 	once sync.Once
 	ra   *readAhead // nil where nothing is read ahead (cread.go)
+	// quietClose: the close has nothing to report or release in order
+	// (opened read-only, no lock taken through it), so its clunk is sent
+	// without waiting, with others (Tclunkmany).
+	quietClose atomic.Bool
 }
 
 // dirHandle is an open remote directory.
@@ -28,6 +33,10 @@ type dirHandle struct {
 	// looked up what Treaddirplus brought (see wantPlus).
 	plain bool
 	fill  *dirFill // collects a whole listing for the cache
+	// ended: the server said the listing ends at endAt (Rreaddirplus's
+	// end entry), so a read from there finds nothing without asking.
+	ended bool
+	endAt uint64
 }
 
 var (
@@ -37,8 +46,9 @@ var (
 	_ vfs.DirReader    = (*dirHandle)(nil)
 )
 
-func (c *Client) newHandle(fid uint32, q QID) vfs.Handle {
+func (c *Client) newHandle(fid uint32, q QID, flags int) vfs.Handle {
 	h := &handle{c: c, fid: fid, ino: q.Path}
+	h.quietClose.Store(flags&syscall.O_ACCMODE == syscall.O_RDONLY)
 	if q.Type&QTDir != 0 {
 		return &dirHandle{handle: h}
 	}
@@ -58,14 +68,18 @@ func (h *handle) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 // WriteAt drops the file's cached attributes: its size and times change.
 func (h *handle) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
 	h.dropAhead() // what was read ahead may be what this writes over
-	defer h.c.cache.dropFile(h.ino)
+	defer h.c.cache.dropChanged(h.ino)
 	return h.c.writeAt(ctx, h.fid, p, off)
 }
 
 func (h *handle) Close() error {
 	h.once.Do(func() {
 		h.dropAhead()
-		h.c.clunk(h.fid)
+		if h.quietClose.Load() {
+			h.c.clunkLater(h.fid)
+		} else {
+			h.c.clunk(h.fid)
+		}
 	})
 	return nil
 }
@@ -75,7 +89,19 @@ func (h *handle) Sync(ctx context.Context) error {
 	return asErr("fsync", err)
 }
 
-func (h *handle) Attr(ctx context.Context) (vfs.Attr, error) { return h.c.getattr(ctx, h.fid) }
+// Attr is the file's attributes, from the cache when it holds them, as
+// its node's are.
+func (h *handle) Attr(ctx context.Context) (vfs.Attr, error) {
+	if v, ok := h.c.cache.get(cacheKey{cAttr, h.ino, ""}); ok {
+		return v.(vfs.Attr), nil
+	}
+	gen := h.c.cache.since()
+	a, err := h.c.getattr(ctx, h.fid)
+	if err == nil {
+		h.c.putAttr(a, gen)
+	}
+	return a, err
+}
 
 func (h *handle) SetAttr(ctx context.Context, s vfs.SetAttr) (vfs.Attr, error) {
 	return h.c.setattr(ctx, h.fid, h.ino, s)
@@ -136,7 +162,13 @@ func (d *dirHandle) ReadDir(ctx context.Context, off uint64) ([]vfs.DirEntry, er
 }
 
 func (d *dirHandle) readDir(ctx context.Context, off uint64) ([]vfs.DirEntry, error) {
+	if off == 0 {
+		d.ended = false // a listing anew: the directory may have grown
+	}
 	for {
+		if d.ended && off == d.endAt {
+			return nil, nil
+		}
 		if err := d.list.start(d.c, off); err != nil {
 			return nil, err
 		}
@@ -180,15 +212,20 @@ func (d *dirHandle) batch(ctx context.Context, off uint64) (out []vfs.DirEntry, 
 		attrs, out = make([]vfs.Attr, 0, most), make([]vfs.DirEntry, 0, most)
 	}
 	err = eachDirent(data, plus, func(e *DirentPlus) {
+		if plus && e.Name == "" {
+			d.ended, d.endAt = true, e.Offset
+			return
+		}
 		n++
 		d.list.count(&e.Dirent)
-		if e.Name == "." || e.Name == ".." {
-			return
+		if e.Name == "." || e.Name == ".." || vfs.CheckName("readdir", e.Name) != nil {
+			return // a name no file can have is no entry
 		}
 		de := vfs.DirEntry{Name: e.Name, Ino: e.QID.Path, Type: uint32(e.Type) << 12, Next: e.Offset}
 		if e.Attr.Valid != 0 {
 			attrs = append(attrs, d.c.wireAttr(&e.Attr))
 			de.Attr = &attrs[len(attrs)-1]
+			d.c.cache.putNoXattrs(&e.Attr, gen)
 		}
 		out = append(out, de)
 	})

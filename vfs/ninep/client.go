@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -91,7 +92,7 @@ type Client struct {
 	err      error     // set once the connection is dead
 	dead     chan struct{}
 
-	sent atomic.Int64 // requests put on the wire, for Sent
+	sent [256]atomic.Int64 // requests put on the wire by type, for Sent
 }
 
 // reply is a decoded R-message, the pooled frame it aliases, and the
@@ -415,7 +416,7 @@ func (c *Client) send(tag uint16, m Message) error {
 		c.fail(ErrServerGone)
 		return ErrServerGone
 	}
-	c.sent.Add(1)
+	c.sent[m.msgType()].Add(1)
 	return nil
 }
 
@@ -423,7 +424,36 @@ func (c *Client) send(tag uint16, m Message) error {
 // call, flush, background clunk and liveness probe, each one round trip.
 // An owner shows it so that what a workload costs over a slow link can
 // be counted (a device link in /sys/stats).
-func (c *Client) Sent() int64 { return c.sent.Load() }
+func (c *Client) Sent() int64 {
+	var n int64
+	for t := range c.sent {
+		n += c.sent[t].Load()
+	}
+	return n
+}
+
+// SentByType is Sent by kind of request ("walk", "getattr", "read"...),
+// the kinds never sent left out: what a workload's round trips went to.
+func (c *Client) SentByType() map[string]int64 {
+	out := map[string]int64{}
+	for t := range c.sent {
+		if n := c.sent[t].Load(); n > 0 {
+			out[requestName(uint8(t))] = n
+		}
+	}
+	return out
+}
+
+// requestName is the name of T-message type t without its T, as 9P's
+// documents write it ("walkgetattr" for gsvfs's extension).
+func requestName(t uint8) string {
+	m := newMessage(t)
+	if m == nil {
+		return fmt.Sprintf("type%d", t)
+	}
+	name := reflect.TypeOf(m).Elem().Name()
+	return strings.ToLower(strings.TrimPrefix(name, "T"))
+}
 
 // register makes a waiter for a call: a tag, taken from the bounded pool
 // (or NoTag, for Tversion), and reply memory for m's reply.

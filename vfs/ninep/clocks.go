@@ -42,6 +42,7 @@ func (h *handle) Lock(ctx context.Context, r vfs.LockRequest) (vfs.Lock, error) 
 	case vfs.LockTest:
 		return h.getlock(ctx, r)
 	}
+	h.quietClose.Store(false) // the close releases the lock: in order
 	m := &Tlock{Fid: h.fid, Type: wireLockType(r.Type), Start: r.Start, Length: wireLength(r.Lock),
 		ClientID: lockClientID(r)}
 	if r.Cmd == vfs.LockWait {

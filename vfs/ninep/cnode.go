@@ -98,12 +98,29 @@ func (n *node) Attr(ctx context.Context) (vfs.Attr, error) {
 	if err != nil {
 		return vfs.Attr{}, asErr("getattr", err)
 	}
-	// Only a gsvfs server marks generated files by QID version 0; to a
-	// plain one (diod) it means nothing, and its files are cached.
-	if !(a.Volatile && n.c.extended) {
-		n.c.cache.put(k, a, 1, a.Watched, gen)
-	}
+	n.c.putAttr(a, gen)
 	return a, nil
+}
+
+// heldStat is what the server said of a file (r, fetched in generation
+// gen), held: its attributes and, if it said so, that it has no
+// extended attributes.
+func (c *Client) heldStat(r *Rgetattr, gen uint64) vfs.Attr {
+	a := c.wireAttr(r)
+	c.putAttr(a, gen)
+	if !a.Volatile {
+		c.cache.putNoXattrs(r, gen)
+	}
+	return a
+}
+
+// putAttr holds a, fetched in generation gen. Only a gsvfs server marks
+// generated files by QID version 0; to a plain one (diod) it means
+// nothing, and its files are held.
+func (c *Client) putAttr(a vfs.Attr, gen uint64) {
+	if !(a.Volatile && c.extended) {
+		c.cache.put(cacheKey{cAttr, a.Ino, ""}, a, 1, a.Watched, gen)
+	}
 }
 
 // watched says whether the server reports changes to n (and, for a
@@ -157,9 +174,22 @@ func (n *node) SetAttr(ctx context.Context, s vfs.SetAttr) (vfs.Attr, error) {
 
 // setattr changes fid's file, ino, and drops what the cache held of it
 // (a mode change changes its ACL too).
+// setattr changes the file's attributes and returns them: with the
+// extensions in one round trip (Tsetattrget), the answer held for
+// CacheTTL (the kernel asks for them again at once), else a Tsetattr and
+// a Tgetattr.
 func (c *Client) setattr(ctx context.Context, fid uint32, ino uint64, s vfs.SetAttr) (vfs.Attr, error) {
+	if c.extended {
+		gen := c.cache.since()
+		r, err := do[*Rsetattrget](ctx, c, &Tsetattrget{*setattrToWire(fid, s)})
+		c.cache.dropChanged(ino) // and gen is past: what is put is held briefly
+		if err != nil {
+			return vfs.Attr{}, asErr("setattr", err)
+		}
+		return c.heldStat(&r.Rgetattr, gen), nil
+	}
 	_, err := do[*Rsetattr](ctx, c, setattrToWire(fid, s))
-	c.cache.dropFile(ino)
+	c.cache.dropChanged(ino)
 	if err != nil {
 		return vfs.Attr{}, asErr("setattr", err)
 	}
@@ -195,13 +225,13 @@ func (n *node) Lookup(ctx context.Context, name string) (vfs.Node, error) {
 	if err := vfs.CheckName("lookup", name); err != nil {
 		return nil, err
 	}
+	if kid, _, found, err := n.known(name); found {
+		if err != nil {
+			return nil, err
+		}
+		return kid, nil
+	}
 	miss := cacheKey{cMiss, n.qid.Path, name}
-	if _, ok := n.c.cache.get(miss); ok {
-		return nil, vfs.Error("lookup", name, syscall.ENOENT)
-	}
-	if child, _ := n.fromListing(name); child != nil {
-		return child, nil
-	}
 	gen := n.c.cache.since()
 	child, err := n.walkTo(ctx, name)
 	if errors.Is(err, syscall.ENOENT) {
@@ -266,6 +296,7 @@ func (n *node) made(ctx context.Context, name string) (vfs.Node, error) {
 // Open lists a directory whose listing is cached without the server.
 func (n *node) Open(ctx context.Context, flags int) (vfs.Handle, error) {
 	if h := n.cachedDir(flags); h != nil {
+		n.noteListed(h, h.ents, n.c.cache.since()) // the cache keeps them true
 		return h, nil
 	}
 	gen := n.c.cache.since()
@@ -278,20 +309,80 @@ func (n *node) Open(ctx context.Context, flags int) (vfs.Handle, error) {
 
 // open opens a fid of its own on the file.
 func (n *node) open(ctx context.Context, flags int) (vfs.Handle, error) {
-	fid, err := n.clone(ctx)
+	fid, r, err := n.openFid(ctx, flags)
 	if err != nil {
 		return nil, asErr("open", err)
 	}
-	r, err := do[*Rlopen](ctx, n.c, &Tlopen{Fid: fid, Flags: uint32(flags)})
-	if err != nil {
-		n.c.clunk(fid)
-		return nil, asErr("open", err)
-	}
-	h := n.c.newHandle(fid, r.QID)
+	h := n.c.newHandle(fid, r.QID, flags)
 	if d, ok := h.(*dirHandle); ok {
 		d.dir = n // its listings may prefill n's lookups
 	}
 	return h, nil
+}
+
+// openFid walks a new fid to the file and opens it: with the extensions
+// in one Twalkopen (from the directory, by name, if the node was made
+// from a listing and never walked: it stays so), else a Twalk and a
+// Tlopen.
+func (n *node) openFid(ctx context.Context, flags int) (uint32, *Rlopen, error) {
+	if !n.c.extended {
+		fid, err := n.clone(ctx)
+		if err != nil {
+			return 0, nil, err
+		}
+		r, err := do[*Rlopen](ctx, n.c, &Tlopen{Fid: fid, Flags: uint32(flags)})
+		if err != nil {
+			n.c.clunk(fid)
+			return 0, nil, err
+		}
+		return fid, r, nil
+	}
+	defer runtime.KeepAlive(n) // see newNode
+	from, m, err := n.walkFrom(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	if from != nil {
+		defer from.unpin()
+	}
+	fid := n.c.newFid()
+	m.NewFid, m.Flags = fid, uint32(flags)
+	r, err := do[*Rwalkopen](ctx, n.c, m)
+	if err != nil {
+		n.c.releaseFid(fid)
+		if from != nil && vfs.Errno(asErr("walk", err)) == syscall.ENOENT {
+			n.c.cache.dropEntry(from.qid.Path, n.name)
+			err = syscall.ESTALE
+		}
+		return 0, nil, err
+	}
+	if from != nil && r.QID.Path != n.qid.Path { // another file has the name now
+		n.c.clunk(fid)
+		n.c.cache.dropEntry(from.qid.Path, n.name)
+		return 0, nil, syscall.ESTALE
+	}
+	return fid, &r.Rlopen, nil
+}
+
+// walkFrom is the Twalkopen that reaches n: from its own fid, or from
+// the directory it was listed in (returned, pinned: its caller unpins
+// it) while it has none.
+func (n *node) walkFrom(ctx context.Context) (*node, *Twalkopen, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	dir := n.from
+	if dir == nil {
+		return nil, &Twalkopen{Twalk: Twalk{Fid: n.fid}}, nil
+	}
+	// The directory may itself have been made from a listing: it is
+	// walked first (readyAttr).
+	if err := dir.ready(ctx); err != nil {
+		return nil, nil, err
+	}
+	dir.mu.Lock()
+	dir.pins++
+	dir.mu.Unlock()
+	return dir, &Twalkopen{Twalk: Twalk{Fid: dir.fid, Names: []string{n.name}}}, nil
 }
 
 // callerGid is the group new files get: the caller's, else ours.
@@ -306,17 +397,20 @@ func (n *node) Create(ctx context.Context, name string, flags int, mode uint32) 
 	if err := vfs.CheckName("create", name); err != nil {
 		return nil, nil, err
 	}
+	if n.c.extended {
+		return n.createGet(ctx, name, flags, mode)
+	}
 	fid, err := n.clone(ctx)
 	if err != nil {
 		return nil, nil, asErr("create", err)
 	}
 	r, err := do[*Rlcreate](ctx, n.c, &Tlcreate{Fid: fid, Name: name, Flags: uint32(flags), Mode: mode, Gid: callerGid(ctx)})
-	n.c.cache.dropEntry(n.qid.Path, name)
+	n.changed(name)
 	if err != nil {
 		n.c.clunk(fid)
 		return nil, nil, asErr("create", err)
 	}
-	h := n.c.newHandle(fid, r.QID)
+	h := n.c.newHandle(fid, r.QID, flags)
 	child, err := n.made(ctx, name)
 	if err != nil {
 		h.Close()
@@ -334,9 +428,12 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32) (vfs.Node, e
 		return nil, asErr("mkdir", err)
 	}
 	_, err := do[*Rmkdir](ctx, n.c, &Tmkdir{Dfid: n.fid, Name: name, Mode: mode, Gid: callerGid(ctx)})
-	n.c.cache.dropEntry(n.qid.Path, name)
+	n.changed(name)
 	if err != nil {
 		return nil, asErr("mkdir", err)
+	}
+	if n.c.extended {
+		return n.mkdirGet(ctx, name)
 	}
 	return n.made(ctx, name)
 }
@@ -353,12 +450,12 @@ func (n *node) Remove(ctx context.Context, name string, dir bool) error {
 	if err := n.ready(ctx); err != nil {
 		return asErr("remove", err)
 	}
-	n.c.cache.dropEntry(n.qid.Path, name) // before: it finds the file by its listing
+	n.changed(name) // before: it finds the file by its listing
 	_, err := do[*Runlinkat](ctx, n.c, &Tunlinkat{Dfid: n.fid, Name: name, Flags: flags})
 	if errors.Is(err, syscall.EOPNOTSUPP) {
 		err = n.removeByFid(ctx, name, dir) // diod has no Tunlinkat
 	}
-	n.c.cache.dropEntry(n.qid.Path, name)
+	n.changed(name)
 	return asErr("remove", err)
 }
 
@@ -410,8 +507,8 @@ func (n *node) Rename(ctx context.Context, oldName string, newDir vfs.Node, newN
 // and the files they led to (found by the listings, so before the
 // rename as well as after).
 func (n *node) renamed(oldName string, to *node, newName string) {
-	n.c.cache.dropEntry(n.qid.Path, oldName)
-	n.c.cache.dropEntry(to.qid.Path, newName)
+	n.changed(oldName)
+	to.changed(newName)
 }
 
 // renameByFid is Rename for servers without Trenameat, as Linux's client
@@ -448,7 +545,7 @@ func (n *node) Symlink(ctx context.Context, name, target string) (vfs.Node, erro
 		return nil, asErr("symlink", err)
 	}
 	_, err := do[*Rsymlink](ctx, n.c, &Tsymlink{Fid: n.fid, Name: name, Target: target, Gid: callerGid(ctx)})
-	n.c.cache.dropEntry(n.qid.Path, name)
+	n.changed(name)
 	if err != nil {
 		return nil, asErr("symlink", err)
 	}
@@ -469,7 +566,7 @@ func (n *node) Link(ctx context.Context, target vfs.Node, name string) (vfs.Node
 		return nil, asErr("link", err)
 	}
 	_, err := do[*Rlink](ctx, n.c, &Tlink{Dfid: n.fid, Fid: t.fid, Name: name})
-	n.c.cache.dropEntry(n.qid.Path, name)
+	n.changed(name)
 	n.c.cache.dropFile(t.qid.Path) // its link count
 	if err != nil {
 		return nil, asErr("link", err)
@@ -489,7 +586,7 @@ func (n *node) Mknod(ctx context.Context, name string, mode uint32, rdev uint64)
 	}
 	m := &Tmknod{Dfid: n.fid, Name: name, Mode: mode, Major: major, Minor: minor, Gid: callerGid(ctx)}
 	_, err := do[*Rmknod](ctx, n.c, m)
-	n.c.cache.dropEntry(n.qid.Path, name)
+	n.changed(name)
 	if err != nil {
 		return nil, asErr("mknod", err)
 	}
@@ -509,10 +606,14 @@ func (n *node) StatFS(ctx context.Context) (vfs.StatFS, error) {
 		Bavail: r.Bavail, Files: r.Files, Ffree: r.Ffree, NameLen: r.Namelen}, nil
 }
 
-// GetXattr answers from the cache when it can, misses included.
+// GetXattr answers from the cache when it can, misses included: a name
+// held, or one missing from the file's list of names held.
 func (n *node) GetXattr(ctx context.Context, name string) ([]byte, error) {
 	if x, ok := n.c.cache.xattr(n.qid.Path, name); ok {
 		return bytes.Clone(x.val), x.err
+	}
+	if v, ok := n.c.cache.get(cacheKey{cXnames, n.qid.Path, ""}); ok && !slices.Contains(v.([]string), name) {
+		return nil, vfs.Error("getxattr", name, syscall.ENODATA)
 	}
 	gen := n.c.cache.since()
 	val, err := n.xattrRead(ctx, name)

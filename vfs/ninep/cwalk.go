@@ -17,8 +17,9 @@ import (
 // entry.
 //
 // LookupAttr walks with Twalkgetattr. A listing made with Treaddirplus
-// leaves the names and attributes of its last batch with the directory's
-// node while it is open; a lookup of one of them makes a node from them
+// (or read from the cache, whose entries came so) leaves the names and
+// attributes of its last batch with the directory's node while it is
+// open; a lookup of one of them makes a node from them
 // without asking the server, each listed name serving one lookup. Such a
 // node gets its fid when it is first used, walked by name from its
 // directory (with the attributes, if that first use is a stat); a file
@@ -40,12 +41,13 @@ type ext struct {
 	pins      int
 	forgotten bool
 	listed    *listedBatch
+	recent    map[string]madeKid // files just made here, by name (cmake.go)
 }
 
 // listedBatch is the last batch of attributes an open listing of a
 // directory brought, by name.
 type listedBatch struct {
-	by    *dirHandle
+	by    vfs.Handle           // the open listing's: a *dirHandle or *cachedDir
 	names map[string]*vfs.Attr // the listing's own, until looked up
 	total int
 	at    time.Time
@@ -72,6 +74,11 @@ func (n *node) readyAttr(ctx context.Context) (vfs.Attr, bool, error) {
 	dir := n.from
 	if dir == nil {
 		return vfs.Attr{}, false, nil
+	}
+	// The directory may itself have been made from a listing (opened
+	// and listed by name, never walked): it is walked first.
+	if err := dir.ready(ctx); err != nil {
+		return vfs.Attr{}, false, err
 	}
 	fid, r, err := dir.walkAttrFid(ctx, n.name)
 	if vfs.Errno(asErr("walk", err)) == syscall.ENOENT {
@@ -148,13 +155,10 @@ func (n *node) LookupAttr(ctx context.Context, name string) (vfs.Node, vfs.Attr,
 	if err := vfs.CheckName("lookup", name); err != nil {
 		return nil, vfs.Attr{}, err
 	}
+	if kid, a, found, err := n.known(name); found {
+		return kid, a, err
+	}
 	miss := cacheKey{cMiss, n.qid.Path, name}
-	if _, ok := n.c.cache.get(miss); ok {
-		return nil, vfs.Attr{}, vfs.Error("lookup", name, syscall.ENOENT)
-	}
-	if kid, a := n.fromListing(name); kid != nil {
-		return kid, a, nil
-	}
 	if err := n.ready(ctx); err != nil {
 		return nil, vfs.Attr{}, asErr("lookup", err)
 	}
@@ -172,11 +176,7 @@ func (n *node) LookupAttr(ctx context.Context, name string) (vfs.Node, vfs.Attr,
 		a, err := kid.Attr(ctx)
 		return kid, a, err
 	}
-	a := n.c.wireAttr(&r.Attr)
-	if !a.Volatile {
-		n.c.cache.put(cacheKey{cAttr, a.Ino, ""}, a, 1, a.Watched, gen)
-	}
-	return kid, a, nil
+	return kid, n.c.heldStat(&r.Attr, gen), nil
 }
 
 // walkAttrFid walks a new fid to the child name with Twalkgetattr. On
@@ -213,19 +213,26 @@ func (n *node) fromListing(name string) (*node, vfs.Attr) {
 	if !e.Volatile {
 		n.c.cache.put(cacheKey{cAttr, e.Ino, ""}, *e, 1, e.Watched, n.listed.gen)
 	}
-	n.pins++
 	// The QID's type as the server would give it: a directory's node
 	// lists from the cache only if it knows it is one.
-	kid := &node{c: n.c, qid: QID{Path: e.Ino, Type: direntQIDType(e.Mode & syscall.S_IFMT)}, uid: n.uid}
-	kid.from, kid.name, kid.gen = n, name, e.Gen
+	return n.lazyKidLocked(name, QID{Path: e.Ino, Type: direntQIDType(e.Mode & syscall.S_IFMT)}, e.Gen), *e
+}
+
+// lazyKidLocked is a node for the file name in n, whose QID is known,
+// walked from n by name when first used (ready). n.mu is held: n's fid,
+// which the kid pins, cannot go meanwhile.
+func (n *node) lazyKidLocked(name string, q QID, gen uint64) *node {
+	n.pins++
+	kid := &node{c: n.c, qid: q, uid: n.uid}
+	kid.from, kid.name, kid.gen = n, name, gen
 	// A kid collected unwalked lets its directory's fid go.
 	kid.cleanup = runtime.AddCleanup(kid, (*node).unpin, n)
-	return kid, *e
+	return kid
 }
 
 // noteListed keeps the batch d just listed for lookups, in place of the
 // last one; entries without attributes are left out.
-func (n *node) noteListed(d *dirHandle, ents []vfs.DirEntry, gen uint64) {
+func (n *node) noteListed(d vfs.Handle, ents []vfs.DirEntry, gen uint64) {
 	b := &listedBatch{by: d, names: make(map[string]*vfs.Attr, len(ents)), gen: gen}
 	for _, e := range ents {
 		if e.Attr != nil {
@@ -240,7 +247,7 @@ func (n *node) noteListed(d *dirHandle, ents []vfs.DirEntry, gen uint64) {
 
 // listedUsed reports whether at least half of the last batch d listed
 // was looked up; a batch that brought no attributes was of no use.
-func (n *node) listedUsed(d *dirHandle) bool {
+func (n *node) listedUsed(d vfs.Handle) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	b := n.listed
@@ -251,7 +258,7 @@ func (n *node) listedUsed(d *dirHandle) bool {
 }
 
 // dropListed forgets what d listed: the listing is closed.
-func (n *node) dropListed(d *dirHandle) {
+func (n *node) dropListed(d vfs.Handle) {
 	n.mu.Lock()
 	if n.listed != nil && n.listed.by == d {
 		n.listed = nil

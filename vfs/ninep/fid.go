@@ -83,6 +83,13 @@ func (c *conn) putFid(f *fid) {
 	}
 }
 
+// hasFid reports whether fid n is in use.
+func (c *conn) hasFid(n uint32) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.fids[n] != nil
+}
+
 // addFid installs a new fid at n. n must be unused.
 func (c *conn) addFid(n uint32, f *fid) error {
 	if n == NoFid {

@@ -601,8 +601,9 @@ func TestVersionNegotiation(t *testing.T) {
 		{"9P2000.L", "9P2000.L"},
 		{"9P2000.L.Google.7", "9P2000.L"},
 		{"9P2000.L.Google.0", "9P2000.L"},
-		{"9P2000.L.gsvfs1", "9P2000.L.gsvfs1"},
-		{"9P2000.L.gsvfs2", "9P2000.L"},
+		{"9P2000.L.gsvfs1", "9P2000.L"}, // an older gsvfs: plain 9P2000.L
+		{"9P2000.L.gsvfs2", "9P2000.L.gsvfs2"},
+		{"9P2000.L.gsvfs3", "9P2000.L"},
 		{"9P2000.u", "unknown"},
 		{"9P2000", "unknown"},
 		{"9P2000.Lx", "unknown"},

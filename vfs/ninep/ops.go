@@ -157,22 +157,26 @@ func (c *conn) attach(ctx context.Context, m *Tattach) (Message, error) {
 }
 
 func (c *conn) walk(ctx context.Context, m *Twalk) (Message, error) {
-	qids, _, err := c.walkAttr(ctx, m)
+	w, err := c.walkAttr(ctx, m)
 	if err != nil {
 		return nil, err
 	}
-	return &Rwalk{QIDs: qids}, nil
+	return &Rwalk{QIDs: w.qids}, nil
+}
+
+// walked is what a walk reached: the QIDs of the names walked, and if
+// every name was, the file reached and its attributes.
+type walked struct {
+	qids []QID
+	node vfs.Node
+	attr *vfs.Attr
 }
 
 // walkAttr walks m's names from its fid and makes newfid if every name
-// was walked; then it also returns the attributes of the file reached.
+// was walked; then it also returns the file reached and its attributes.
 // A walk that stops short returns the QIDs walked (none made newfid).
-func (c *conn) walkAttr(ctx context.Context, m *Twalk) ([]QID, *vfs.Attr, error) {
-	type walked struct {
-		qids []QID
-		attr *vfs.Attr
-	}
-	w, err := withFid(ctx, c, m.Fid, func(f *fid) (walked, error) {
+func (c *conn) walkAttr(ctx context.Context, m *Twalk) (walked, error) {
+	return withFid(ctx, c, m.Fid, func(f *fid) (walked, error) {
 		p := f.at.Load()
 		qids := make([]QID, 0, len(m.Names))
 		var last *vfs.Attr
@@ -194,9 +198,8 @@ func (c *conn) walkAttr(ctx context.Context, m *Twalk) ([]QID, *vfs.Attr, error)
 		} else if err := c.addFid(m.NewFid, nf); err != nil {
 			return walked{}, err
 		}
-		return walked{qids, last}, nil
+		return walked{qids, p.node, last}, nil
 	})
-	return w.qids, w.attr, err
 }
 
 // attrOf stats what f stands on, through its open handle when it has one

@@ -21,6 +21,12 @@ func (c *conn) dispatchExt(ctx context.Context, m Message) (Message, error) {
 		return c.walkgetattr(ctx, m)
 	case *Tclunkmany:
 		return c.clunkmany(ctx, m)
+	case *Twalkopen:
+		return c.walkopen(ctx, m)
+	case *Tsetattrget:
+		return c.setattrget(ctx, m)
+	case *Tcreateget:
+		return c.createget(ctx, m)
 	}
 	return c.dispatchBase(ctx, m)
 }
@@ -28,11 +34,19 @@ func (c *conn) dispatchExt(ctx context.Context, m Message) (Message, error) {
 // readdirplus is readdir with each entry's attributes: what the backend
 // listed with the entry, else a lookup and stat of it here, next to the
 // disk, which saves the client a walk and a getattr over the network
-// for each entry. The dots carry none (clients drop them).
+// for each entry. The dots carry none (clients drop them). A reply that
+// reaches the listing's end says so with an entry named "" (no file's
+// name) at the end's offset, which saves the client the read that would
+// find nothing.
 func (c *conn) readdirplus(ctx context.Context, m *Treaddirplus) (Message, error) {
-	buf, err := c.listDir(ctx, &m.Treaddir, direntPlusSize, func(f *fid, buf []byte, d Dirent, e vfs.DirEntry) []byte {
+	var last uint64 = m.Offset
+	buf, end, err := c.listDir(ctx, &m.Treaddir, direntPlusSize, func(f *fid, buf []byte, d Dirent, e vfs.DirEntry) []byte {
+		last = d.Offset
 		return AppendDirentPlus(buf, DirentPlus{Dirent: d, Attr: entryAttr(ctx, f.node(), e)})
 	})
+	if end && len(buf)+direntPlusSize("") <= int(min(m.Count, c.msize-rreadHeader)) {
+		buf = AppendDirentPlus(buf, DirentPlus{Dirent: Dirent{Offset: last}})
+	}
 	return &Rreaddirplus{Rreaddir{Data: buf}}, err
 }
 
@@ -40,32 +54,120 @@ func (c *conn) readdirplus(ctx context.Context, m *Treaddirplus) (Message, error
 // none (a dot, or a name gone since it was listed). A node looked up
 // only for this is not forgotten explicitly: another fid may hold the
 // same node, and nodes that hold resources let them go when collected.
+// The lookup is made even where the listing had the attributes: whether
+// the file has extended attributes is asked of its node.
 func entryAttr(ctx context.Context, dir vfs.Node, e vfs.DirEntry) Rgetattr {
-	switch {
-	case e.Name == "." || e.Name == "..":
+	if e.Name == "." || e.Name == ".." {
 		return Rgetattr{}
+	}
+	kid, a, err := lookupAttr(ctx, dir, e.Name)
+	switch {
+	case err == nil:
+		return *fileAttrToWire(ctx, kid, a)
 	case e.Attr != nil:
 		return *extAttrToWire(*e.Attr)
 	}
-	_, a, err := lookupAttr(ctx, dir, e.Name)
-	if err != nil {
-		return Rgetattr{}
+	return Rgetattr{}
+}
+
+// fileAttrToWire is extAttrToWire for the file n, with AttrGsvfsNoXattrs
+// set if it lists no extended attributes.
+func fileAttrToWire(ctx context.Context, n vfs.Node, a vfs.Attr) *Rgetattr {
+	r := extAttrToWire(a)
+	if x, ok := n.(vfs.Xattrer); ok && !a.Volatile {
+		if names, err := x.ListXattr(ctx); err == nil && len(names) == 0 {
+			r.Valid |= AttrGsvfsNoXattrs
+		}
 	}
-	return *extAttrToWire(a)
+	return r
 }
 
 // walkgetattr is a walk answered with the attributes of the file
 // reached, which a client's lookup needs next.
 func (c *conn) walkgetattr(ctx context.Context, m *Twalkgetattr) (Message, error) {
-	qids, a, err := c.walkAttr(ctx, &m.Twalk)
+	w, err := c.walkAttr(ctx, &m.Twalk)
 	if err != nil {
 		return nil, err
 	}
-	r := &Rwalkgetattr{Rwalk: Rwalk{QIDs: qids}}
-	if a != nil && len(qids) == len(m.Names) {
-		r.Attr = *extAttrToWire(*a)
+	r := &Rwalkgetattr{Rwalk: Rwalk{QIDs: w.qids}}
+	if w.attr != nil && len(w.qids) == len(m.Names) {
+		r.Attr = *fileAttrToWire(ctx, w.node, *w.attr)
 	}
 	return r, nil
+}
+
+// walkopen walks to a new fid and opens it; a failed open leaves no fid.
+func (c *conn) walkopen(ctx context.Context, m *Twalkopen) (Message, error) {
+	if m.NewFid == m.Fid {
+		return nil, vfs.Error("walkopen", "", syscall.EINVAL)
+	}
+	w, err := c.walkAttr(ctx, &m.Twalk)
+	if err != nil {
+		return nil, err
+	}
+	if len(w.qids) != len(m.Names) { // stopped short: newfid was not made
+		return nil, vfs.Error("walkopen", m.Names[len(w.qids)], syscall.ENOENT)
+	}
+	r, err := c.lopen(ctx, &Tlopen{Fid: m.NewFid, Flags: m.Flags})
+	if err != nil {
+		c.clunk(ctx, &Tclunk{fidMsg{m.NewFid}})
+		return nil, err
+	}
+	return &Rwalkopen{*r.(*Rlopen)}, nil
+}
+
+// setattrget is setattr, then getattr.
+func (c *conn) setattrget(ctx context.Context, m *Tsetattrget) (Message, error) {
+	if _, err := c.setattr(ctx, &m.Tsetattr); err != nil {
+		return nil, err
+	}
+	r, err := c.getattr(ctx, &Tgetattr{Fid: m.Fid, Mask: AttrBasic})
+	if err != nil {
+		return nil, err
+	}
+	return &Rsetattrget{*r.(*Rgetattr)}, nil
+}
+
+// createget clones the directory's fid to newfid, creates the file on
+// it, walks nodefid to it and answers with its attributes; a failed
+// create leaves neither new fid. A nodefid already in use fails the
+// request before anything is made.
+func (c *conn) createget(ctx context.Context, m *Tcreateget) (Message, error) {
+	if m.NewFid == m.Fid || m.NodeFid == m.Fid || m.NodeFid == m.NewFid {
+		return nil, vfs.Error("create", m.Name, syscall.EINVAL)
+	}
+	if m.NodeFid != NoFid && c.hasFid(m.NodeFid) {
+		return nil, vfs.Error("create", m.Name, syscall.EBADF)
+	}
+	if _, err := c.walkAttr(ctx, &Twalk{Fid: m.Fid, NewFid: m.NewFid}); err != nil {
+		return nil, err
+	}
+	r, err := c.lcreate(ctx, &Tlcreate{Fid: m.NewFid, Name: m.Name, Flags: m.Flags, Mode: m.Mode, Gid: m.Gid})
+	if err != nil {
+		c.clunk(ctx, &Tclunk{fidMsg{m.NewFid}})
+		return nil, err
+	}
+	created := &Rcreateget{Rlopen: r.(*Rlcreate).Rlopen}
+	if m.NodeFid != NoFid {
+		_, err := withFid(ctx, c, m.NewFid, func(f *fid) (struct{}, error) {
+			return struct{}{}, c.addFid(m.NodeFid, newFid(f.at.Load(), f.uid))
+		})
+		if err != nil { // taken meanwhile by another request of the client's
+			c.clunk(ctx, &Tclunk{fidMsg{m.NewFid}})
+			return nil, err
+		}
+	}
+	a, err := withFid(ctx, c, m.NewFid, func(f *fid) (*Rgetattr, error) {
+		a, err := f.attrOf(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return fileAttrToWire(ctx, f.node(), a), nil
+	})
+	if err == nil { // else valid 0: the client asks itself
+		created.Attr = *a
+	}
+	return created, nil
 }
 
 // clunkmany clunks each fid as Tclunk does. A fid's own failure (one

@@ -225,7 +225,7 @@ type dirCursor struct {
 }
 
 func (c *conn) readdir(ctx context.Context, m *Treaddir) (Message, error) {
-	buf, err := c.listDir(ctx, m, direntSize, func(_ *fid, buf []byte, d Dirent, _ vfs.DirEntry) []byte {
+	buf, _, err := c.listDir(ctx, m, direntSize, func(_ *fid, buf []byte, d Dirent, _ vfs.DirEntry) []byte {
 		return AppendDirent(buf, d)
 	})
 	return &Rreaddir{Data: buf}, err
@@ -233,44 +233,70 @@ func (c *conn) readdir(ctx context.Context, m *Treaddir) (Message, error) {
 
 // listDir runs one step of a listing (Treaddir, Treaddirplus): as many
 // entries from m.Offset as fit in m.Count, each sized by size and
-// packed by add.
+// packed by add, reading the backend's batches until the reply is full
+// or the listing ends (end). Entries that did not fit wait, in the fid's
+// cursor, for the step that resumes there.
 func (c *conn) listDir(ctx context.Context, m *Treaddir, size func(name string) int,
-	add func(f *fid, buf []byte, d Dirent, e vfs.DirEntry) []byte) ([]byte, error) {
-	return withFid(ctx, c, m.Fid, func(f *fid) ([]byte, error) {
+	add func(f *fid, buf []byte, d Dirent, e vfs.DirEntry) []byte) ([]byte, bool, error) {
+	type listed struct {
+		buf []byte
+		end bool
+	}
+	l, err := withFid(ctx, c, m.Fid, func(f *fid) (listed, error) {
 		h, err := f.openHandle()
 		if err != nil {
-			return nil, err
+			return listed{}, err
 		}
 		dr, ok := h.(vfs.DirReader)
 		if !ok {
-			return nil, vfs.Error("readdir", "", syscall.ENOTDIR)
+			return listed{}, vfs.Error("readdir", "", syscall.ENOTDIR)
 		}
 		limit := int(min(m.Count, c.msize-rreadHeader))
 		f.mu.Lock() // one listing step at a time per fid
 		defer f.mu.Unlock()
-		entries, err := f.dir.next(ctx, dr, m.Offset)
-		if err != nil {
-			return nil, err
-		}
 		var buf []byte
-		for i, e := range entries {
-			if len(buf)+size(e.Name) > limit {
-				if i == 0 {
-					return nil, vfs.Error("readdir", "", syscall.EINVAL) // no room for one
-				}
-				f.dir.pending, f.dir.at = entries[i:], entries[i-1].Next
-				break
+		for off := m.Offset; ; {
+			entries, err := f.dir.next(ctx, dr, off)
+			switch {
+			case err != nil && len(buf) == 0:
+				return listed{}, err
+			case err != nil: // the next step meets it again and says so
+				return listed{buf, false}, nil
+			case len(entries) == 0:
+				return listed{buf, true}, nil
 			}
-			if e.Ino == 0 {
-				e.Ino = f.dotIno(ctx, e.Name)
+			var full bool
+			if buf, off, full, err = f.packDir(ctx, buf, limit, off, entries, size, add); err != nil || full {
+				return listed{buf, false}, err
 			}
-			buf = add(f, buf, Dirent{
-				QID: QID{Type: direntQIDType(e.Type), Path: e.Ino}, Offset: e.Next,
-				Type: uint8(e.Type >> 12), Name: e.Name,
-			}, e)
 		}
-		return buf, nil
 	})
+	return l.buf, l.end, err
+}
+
+// packDir adds entries, read at off, to buf as far as limit allows and
+// returns the offset after the last one added. Those that do not fit are
+// kept for the next step (full).
+func (f *fid) packDir(ctx context.Context, buf []byte, limit int, off uint64, entries []vfs.DirEntry,
+	size func(name string) int, add func(f *fid, buf []byte, d Dirent, e vfs.DirEntry) []byte) ([]byte, uint64, bool, error) {
+	for i, e := range entries {
+		if len(buf)+size(e.Name) > limit {
+			if len(buf) == 0 {
+				return nil, 0, false, vfs.Error("readdir", "", syscall.EINVAL) // no room for one
+			}
+			f.dir.pending, f.dir.at = entries[i:], off
+			return buf, off, true, nil
+		}
+		if e.Ino == 0 {
+			e.Ino = f.dotIno(ctx, e.Name)
+		}
+		buf = add(f, buf, Dirent{
+			QID: QID{Type: direntQIDType(e.Type), Path: e.Ino}, Offset: e.Next,
+			Type: uint8(e.Type >> 12), Name: e.Name,
+		}, e)
+		off = e.Next
+	}
+	return buf, off, false, nil
 }
 
 // next returns the entries from off, from what the last step left over

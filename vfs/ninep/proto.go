@@ -81,6 +81,16 @@ const (
 	// Clunk of many fids in one request.
 	msgTclunkmany = 206
 	msgRclunkmany = 207
+	// Walk to a new fid and open it.
+	msgTwalkopen = 208
+	msgRwalkopen = 209
+	// Setattr that returns the attributes it left.
+	msgTsetattrget = 210
+	msgRsetattrget = 211
+	// Create on a new fid, leaving the directory's, with the attributes
+	// of the file made.
+	msgTcreateget = 212
+	msgRcreateget = 213
 )
 
 // Protocol constants.
@@ -91,7 +101,7 @@ const (
 	// to 239). A gsvfs client offers it; a gsvfs server answers it back,
 	// any other server answers Version or "unknown", and the client
 	// then speaks plain 9P2000.L.
-	VersionExt = Version + ".gsvfs1"
+	VersionExt = Version + ".gsvfs2"
 	// NoTag is the tag of Tversion.
 	NoTag uint16 = 0xffff
 	// NoFid means "no fid" (an attach without authentication).

@@ -9,6 +9,12 @@ package ninep
 //	Rwalkgetattr  nwqid[2] qid* attr                 (Rwalk, then Rgetattr's body)
 //	Tclunkmany    nfid[2] fid*
 //	Rclunkmany
+//	Twalkopen     fid[4] newfid[4] nwname[2] wname* flags[4]  (Twalk, Tlopen's flags)
+//	Rwalkopen     qid[13] iounit[4]                 (as Rlopen)
+//	Tsetattrget   (as Tsetattr)
+//	Rsetattrget   (as Rgetattr)
+//	Tcreateget    newfid[4] nodefid[4] (then as Tlcreate)
+//	Rcreateget    qid[13] iounit[4] attr            (Rlcreate, then Rgetattr's body)
 //
 // An Rreaddirplus entry is an Rreaddir entry followed by the body of an
 // Rgetattr for it; valid 0 says the server could not stat it (it went
@@ -16,6 +22,13 @@ package ninep
 // name walked, valid only when every name was walked (then newfid is
 // made). Tclunkmany clunks each fid as Tclunk would; a fid unknown to
 // the server is passed over, and the reply says nothing of each one.
+// Twalkopen walks every name (none: a clone) to newfid, which must not
+// be fid, and opens it with flags, as Tlopen does; if either fails,
+// newfid is not made. Tsetattrget is Tsetattr answered with the file's
+// attributes after it. Tcreateget is Tlcreate made on newfid, a clone of
+// fid (a directory's), which is left as it was; newfid stands on the new
+// file, open, nodefid (unless NoFid) on the new file too, not open, and
+// the reply has its attributes.
 
 // MaxClunkMany is the most fids one Tclunkmany may carry.
 const MaxClunkMany = 1024
@@ -27,6 +40,12 @@ func init() {
 	messageTypes[msgRwalkgetattr] = func() Message { return new(Rwalkgetattr) }
 	messageTypes[msgTclunkmany] = func() Message { return new(Tclunkmany) }
 	messageTypes[msgRclunkmany] = func() Message { return new(Rclunkmany) }
+	messageTypes[msgTwalkopen] = func() Message { return new(Twalkopen) }
+	messageTypes[msgRwalkopen] = func() Message { return new(Rwalkopen) }
+	messageTypes[msgTsetattrget] = func() Message { return new(Tsetattrget) }
+	messageTypes[msgRsetattrget] = func() Message { return new(Rsetattrget) }
+	messageTypes[msgTcreateget] = func() Message { return new(Tcreateget) }
+	messageTypes[msgRcreateget] = func() Message { return new(Rcreateget) }
 }
 
 // isExtension reports whether m is one of gsvfs's extension messages.
@@ -74,6 +93,75 @@ func (m *Tclunkmany) decode(d *decoder) { m.Fids = decodeList(d, MaxClunkMany, d
 type Rclunkmany struct{ empty }
 
 func (*Rclunkmany) msgType() uint8 { return msgRclunkmany }
+
+// Twalkopen is Twalk and Tlopen of the new fid in one request: what an
+// open costs a client that keeps its fids for walking from.
+type Twalkopen struct {
+	Twalk
+	Flags uint32
+}
+
+func (*Twalkopen) msgType() uint8 { return msgTwalkopen }
+func (m *Twalkopen) encode(e *encoder) {
+	m.Twalk.encode(e)
+	e.u32(m.Flags)
+}
+func (m *Twalkopen) decode(d *decoder) {
+	m.Twalk.decode(d)
+	m.Flags = d.u32()
+}
+
+// Rwalkopen is the open's Rlopen.
+type Rwalkopen struct{ Rlopen }
+
+func (*Rwalkopen) msgType() uint8 { return msgRwalkopen }
+
+// Tsetattrget is Tsetattr asking for the attributes it leaves, which a
+// client answers its caller with (and keeps).
+type Tsetattrget struct{ Tsetattr }
+
+func (*Tsetattrget) msgType() uint8 { return msgTsetattrget }
+
+// Rsetattrget is the file's attributes after the change.
+type Rsetattrget struct{ Rgetattr }
+
+func (*Rsetattrget) msgType() uint8 { return msgRsetattrget }
+
+// Tcreateget is Tlcreate on a clone of the directory's fid, answered
+// with the new file's attributes: a create in one round trip that leaves
+// the client its directory's fid, and gives it a fid of the new file's
+// own (NodeFid), as a walk to it would.
+type Tcreateget struct {
+	NewFid, NodeFid uint32
+	Tlcreate
+}
+
+func (*Tcreateget) msgType() uint8 { return msgTcreateget }
+func (m *Tcreateget) encode(e *encoder) {
+	e.u32(m.NewFid)
+	e.u32(m.NodeFid)
+	m.Tlcreate.encode(e)
+}
+func (m *Tcreateget) decode(d *decoder) {
+	m.NewFid, m.NodeFid = d.u32(), d.u32()
+	m.Tlcreate.decode(d)
+}
+
+// Rcreateget is the open of the new file and its attributes.
+type Rcreateget struct {
+	Rlopen
+	Attr Rgetattr
+}
+
+func (*Rcreateget) msgType() uint8 { return msgRcreateget }
+func (m *Rcreateget) encode(e *encoder) {
+	m.Rlopen.encode(e)
+	m.Attr.encode(e)
+}
+func (m *Rcreateget) decode(d *decoder) {
+	m.Rlopen.decode(d)
+	m.Attr.decode(d)
+}
 
 // DirentPlus is one entry of an Rreaddirplus: the entry and its
 // attributes (Attr.Valid 0 when the server had none).

@@ -27,6 +27,14 @@ const (
 // Twatch reports (vfs.Attr.Watched). Plain peers never see it.
 const AttrGsvfsWatched = 1 << 62
 
+// AttrGsvfsNoXattrs is an Rgetattr valid bit that a gsvfs server sets, in
+// the attributes of Rreaddirplus and Rwalkgetattr, for a file whose
+// extended attributes it listed and found none: every getxattr of it
+// would miss (ENODATA), which a client may answer itself, as long as it
+// keeps the attributes. `ls -l` asks two or three names of every file
+// (security.selinux, the ACLs) that nearly no file has.
+const AttrGsvfsNoXattrs = 1 << 61
+
 // Twatch asks for the next batch of changes of the tree fid is in.
 type Twatch struct {
 	Fid, Count uint32

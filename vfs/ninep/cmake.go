@@ -1,0 +1,170 @@
+package ninep
+
+import (
+	"context"
+	"runtime"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/gsvfs/gsvfs/vfs"
+)
+
+// What a client knows of the files it makes, so that making many (`tar
+// x`, a build's output) costs a round trip each where it can. With the
+// extensions a create is one Tcreateget, which brings the new file's
+// attributes and leaves the directory's fid as it was; the new file's
+// node is walked only if something needs a fid of its own (as a node
+// made from a listing is). A directory this client made is known empty
+// until a change in it is noticed, so the misses of what is made in it
+// next cost nothing. And a name just made answers the lookup that
+// follows it (an edge that sends only what 9P carries, the QID, looks the
+// file up again at once: a `gsvfs mount` of a gateway) from what the
+// make brought, as a listed name does (cwalk.go).
+
+// recentMade bounds the names a directory keeps of what was just made in
+// it, for the lookups that follow.
+const recentMade = 16
+
+// madeKid is a file just made in a directory: its QID and attributes.
+type madeKid struct {
+	qid QID
+	a   vfs.Attr
+	at  time.Time
+}
+
+// noteMade keeps what was made as name, for the next lookup of name.
+func (n *node) noteMade(name string, q QID, a vfs.Attr) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.recent == nil {
+		n.recent = map[string]madeKid{}
+	}
+	if len(n.recent) >= recentMade {
+		clear(n.recent) // the next lookups walk: no harm
+	}
+	n.recent[name] = madeKid{q, a, time.Now()}
+}
+
+// fromMade is a node of name if it was just made here, once: a node of
+// its own, as the one the make returned is its caller's to forget, and
+// walked by name when first used.
+func (n *node) fromMade(name string) (*node, vfs.Attr, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	m, ok := n.recent[name]
+	if !ok || n.forgotten {
+		return nil, vfs.Attr{}, false
+	}
+	delete(n.recent, name)
+	if time.Since(m.at) > listedFresh {
+		return nil, vfs.Attr{}, false
+	}
+	return n.lazyKidLocked(name, m.qid, m.a.Gen), m.a, true
+}
+
+// changed forgets what is held of name in n, which this client just
+// changed (made, removed, renamed): the cache's entries and a file just
+// made under the name.
+func (n *node) changed(name string) {
+	n.c.cache.dropEntry(n.qid.Path, name)
+	n.mu.Lock()
+	delete(n.recent, name)
+	n.mu.Unlock()
+}
+
+// listedMiss reports whether the directory's whole listing is held and
+// has no name: as good a miss as one held by name.
+func (n *node) listedMiss(name string) bool {
+	v, ok := n.c.cache.get(cacheKey{cList, n.qid.Path, ""})
+	return ok && !slices.ContainsFunc(v.([]vfs.DirEntry), func(e vfs.DirEntry) bool { return e.Name == name })
+}
+
+// known answers a lookup from what the client holds: a miss (held by
+// name, or by a whole listing), a file just made, a name just listed.
+// found false: the server must be asked.
+func (n *node) known(name string) (kid *node, a vfs.Attr, found bool, err error) {
+	if _, ok := n.c.cache.get(cacheKey{cMiss, n.qid.Path, name}); ok || n.listedMiss(name) {
+		return nil, vfs.Attr{}, true, vfs.Error("lookup", name, syscall.ENOENT)
+	}
+	if kid, a, ok := n.fromMade(name); ok {
+		return kid, a, true, nil
+	}
+	if kid, a := n.fromListing(name); kid != nil {
+		return kid, a, true, nil
+	}
+	return nil, vfs.Attr{}, false, nil
+}
+
+// createGet is Create in one Tcreateget, which brings the new file's
+// own fid too.
+func (n *node) createGet(ctx context.Context, name string, flags int, mode uint32) (vfs.Node, vfs.Handle, error) {
+	defer runtime.KeepAlive(n) // see newNode
+	if err := n.ready(ctx); err != nil {
+		return nil, nil, asErr("create", err)
+	}
+	gen := n.c.cache.since()
+	fid, nodeFid := n.c.newFid(), n.c.newFid()
+	m := &Tcreateget{NewFid: fid, NodeFid: nodeFid,
+		Tlcreate: Tlcreate{Fid: n.fid, Name: name, Flags: uint32(flags), Mode: mode, Gid: callerGid(ctx)}}
+	r, err := do[*Rcreateget](ctx, n.c, m)
+	n.changed(name)
+	if err != nil {
+		n.c.releaseFid(fid)
+		n.c.releaseFid(nodeFid)
+		return nil, nil, asErr("create", err)
+	}
+	h := n.c.newHandle(fid, r.QID, flags)
+	kid := n.c.newNode(nodeFid, r.QID, n.uid)
+	n.c.cache.dropFile(r.QID.Path) // what is held under the number is another's (made)
+	a, err := n.ownMade(ctx, nodeFid, &r.Attr, gen)
+	if err != nil {
+		h.Close()
+		return nil, nil, err
+	}
+	n.c.cache.walked(n.qid.Path, name, r.QID.Path)
+	n.noteMade(name, r.QID, a)
+	return kid, h, nil
+}
+
+// ownMade gives a file made (reached through fid) to the caller, where
+// the server made it as this client's user (root) for another (made
+// does the same), and returns its attributes, held: those the server
+// gave (r, as of generation gen) if it need not.
+func (n *node) ownMade(ctx context.Context, fid uint32, r *Rgetattr, gen uint64) (vfs.Attr, error) {
+	defer n.c.cache.putNoXattrs(r, gen) // a chown adds none
+	cl, ok := vfs.CallerFrom(ctx)
+	if ok && n.uid == 0 && cl.Uid != 0 {
+		a, err := n.c.setattr(ctx, fid, r.QID.Path, vfs.SetAttr{Valid: vfs.SetUid, Uid: cl.Uid})
+		return a, asErr("chown", err)
+	}
+	if r.Valid == 0 { // the server could not stat it
+		a, err := n.c.getattr(ctx, fid)
+		if err == nil {
+			n.c.putAttr(a, gen)
+		}
+		return a, err
+	}
+	return n.c.heldStat(r, gen), nil
+}
+
+// mkdirGet is the walk after a Tmkdir, with the extensions: one
+// Twalkgetattr, whose attributes are held, and the new directory held
+// as empty.
+func (n *node) mkdirGet(ctx context.Context, name string) (vfs.Node, error) {
+	gen := n.c.cache.since()
+	fid, r, err := n.walkAttrFid(ctx, name)
+	if err != nil {
+		return nil, asErr("lookup", err)
+	}
+	kid := n.c.newNode(fid, r.QIDs[0], n.uid)
+	n.c.cache.dropFile(r.QIDs[0].Path) // what is held under the number is another's (made)
+	a, err := n.ownMade(ctx, fid, &r.Attr, gen)
+	if err != nil {
+		return nil, err
+	}
+	n.c.cache.walked(n.qid.Path, name, a.Ino)
+	n.c.cache.put(cacheKey{cList, a.Ino, ""}, []vfs.DirEntry{}, 1, a.Watched, gen)
+	n.noteMade(name, r.QIDs[0], a)
+	return kid, nil
+}
