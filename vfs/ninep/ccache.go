@@ -24,9 +24,12 @@ import (
 // (AttrGsvfsWatched) is kept until a notice or this client's own change
 // drops it. Anything else (a plain 9P2000.L peer, a refused Twatch, an
 // unwatched file) is kept for CacheTTL only, so a change made on the far
-// side shows within that. A lost notice drops everything; the cache
-// dies with its connection, so a reconnect starts empty. It is bounded
-// by ClientOptions.CacheSize, dropping the least recently used entries.
+// side shows within that. A reply fetched before a change dropped its
+// file (a notice, or this client's own change: an fstat after an unlink
+// must see no links) is not held at all. A lost notice drops
+// everything; the cache dies with its connection, so a reconnect starts
+// empty. It is bounded by ClientOptions.CacheSize, dropping the least
+// recently used entries.
 
 // CacheTTL is how long the client trusts what the server said without
 // change notices.
@@ -75,19 +78,25 @@ type cache struct {
 	// gen counts the batches of notices applied: a reply fetched across
 	// one may be older than a change it reported, and is kept for
 	// CacheTTL only.
-	gen   uint64
-	max   int
-	cost  int
-	lru   list.List // of *cacheEntry, most recent first
-	byKey map[cacheKey]*list.Element
-	now   func() time.Time
+	gen uint64
+	// dropped is the generation each file was last dropped in: a reply
+	// about it fetched before that is older than a change this client
+	// knows of, and is not held at all. Bounded by maxDropped: past it,
+	// floor refuses every reply fetched before it was raised.
+	dropped map[uint64]uint64
+	floor   uint64
+	max     int
+	cost    int
+	lru     list.List // of *cacheEntry, most recent first
+	byKey   map[cacheKey]*list.Element
+	now     func() time.Time
 }
 
 func newCache(size int) *cache {
 	if size <= 0 {
 		size = DefaultCacheSize
 	}
-	return &cache{max: size, byKey: map[cacheKey]*list.Element{}, now: time.Now}
+	return &cache{max: size, byKey: map[cacheKey]*list.Element{}, dropped: map[uint64]uint64{}, now: time.Now}
 }
 
 // get returns what k holds, if it holds anything still good.
@@ -120,8 +129,23 @@ func (c *cache) since() uint64 {
 func (c *cache) put(k cacheKey, v any, cost int, watched bool, gen uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if gen < c.floor || c.dropped[k.ino] > gen {
+		return // fetched before a change dropped the file: stale
+	}
 	c.putLocked(k, v, cost, watched && c.notified && c.gen == gen)
 }
+
+// putBrief holds v under k for CacheTTL: the server's answer to a
+// change this client just made (after dropping what the change made
+// stale), true as of now but perhaps not as of the notices to come.
+func (c *cache) putBrief(k cacheKey, v any, cost int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.putLocked(k, v, cost, false)
+}
+
+// maxDropped bounds the files whose last drop the cache remembers.
+const maxDropped = 4096
 
 func (c *cache) putLocked(k cacheKey, v any, cost int, long bool) {
 	cost = max(cost, 1)
@@ -168,6 +192,9 @@ func (c *cache) putXattr(ino uint64, name string, x xattrValue, watched bool, ge
 	k := cacheKey{cXattr, ino, ""}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if gen < c.floor || c.dropped[ino] > gen {
+		return // fetched before a change dropped the file: stale
+	}
 	long := watched && c.notified && c.gen == gen
 	m := map[string]xattrValue{}
 	cost := 0
@@ -193,6 +220,14 @@ func (c *cache) putNoXattrs(r *Rgetattr, gen uint64) {
 	}
 }
 
+// putBriefNoXattrs is putNoXattrs for the answer to this client's own
+// change (putBrief).
+func (c *cache) putBriefNoXattrs(r *Rgetattr) {
+	if r.Valid&AttrGsvfsNoXattrs != 0 {
+		c.putBrief(cacheKey{cXnames, r.QID.Path, ""}, []string(nil), 1)
+	}
+}
+
 // maxXattrsHeld bounds the attribute names held for one file.
 const maxXattrsHeld = 64
 
@@ -203,7 +238,12 @@ func (c *cache) drop(ks ...cacheKey) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
+	if len(c.dropped) >= maxDropped {
+		clear(c.dropped)
+		c.floor = c.gen
+	}
 	for _, k := range ks {
+		c.dropped[k.ino] = c.gen
 		if el := c.byKey[k]; el != nil {
 			c.removeLocked(el)
 		}
@@ -228,21 +268,35 @@ func (c *cache) dropChanged(ino uint64) {
 }
 
 // dropEntry forgets what changes when name in dir comes, goes or
-// changes: the directory, the file the name led to (if its listing
-// says), and the name's miss.
+// changes: the directory, the file the name led to (as far as the cache
+// knows), and the name's miss. The note of what the name led to stays
+// until a walk of the name replaces it: a notice of a change to the file
+// leaves the name leading to it, and a removal of the name by this
+// client must still find the file to drop its link count. A note left
+// stale makes a later change drop a file that did not change, no more.
 func (c *cache) dropEntry(dir uint64, name string) {
+	for _, ino := range c.entryFiles(dir, name) {
+		c.dropFile(ino)
+	}
+	c.dropFile(dir)
+	c.drop(cacheKey{cMiss, dir, name})
+}
+
+// entryFiles is the files the cache knows name in dir to lead to: by its
+// listing, and by the note of a walk.
+func (c *cache) entryFiles(dir uint64, name string) []uint64 {
+	var inos []uint64
 	if v, ok := c.get(cacheKey{cList, dir, ""}); ok {
 		for _, e := range v.([]vfs.DirEntry) {
 			if e.Name == name {
-				c.dropFile(e.Ino)
+				inos = append(inos, e.Ino)
 			}
 		}
 	}
 	if v, ok := c.get(cacheKey{cEntry, dir, name}); ok {
-		c.dropFile(v.(uint64))
+		inos = append(inos, v.(uint64))
 	}
-	c.dropFile(dir)
-	c.drop(cacheKey{cMiss, dir, name}, cacheKey{cEntry, dir, name})
+	return inos
 }
 
 // walked notes that name in dir led to ino, so that a change of the
@@ -258,6 +312,9 @@ func (c *cache) walked(dir uint64, name string, ino uint64) {
 func (c *cache) dropAll() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.gen++
+	c.floor = c.gen // what was asked before may be older than what was lost
+	clear(c.dropped)
 	c.lru.Init()
 	c.byKey = map[cacheKey]*list.Element{}
 	c.cost = 0

@@ -73,6 +73,22 @@ func (n *node) changed(name string) {
 	n.mu.Unlock()
 }
 
+// changing is changed for a change this client is about to make to
+// name in n; what it returns is to be called once the change is made,
+// to forget again what a lookup meanwhile may have fetched of the file
+// the name led to, which the change leaves without the name (a removal,
+// a rename away or over it).
+func (n *node) changing(name string) (after func()) {
+	inos := n.c.cache.entryFiles(n.qid.Path, name)
+	n.changed(name)
+	return func() {
+		n.changed(name)
+		for _, ino := range inos {
+			n.c.cache.dropFile(ino)
+		}
+	}
+}
+
 // listedMiss reports whether the directory's whole listing is held and
 // has no name: as good a miss as one held by name.
 func (n *node) listedMiss(name string) bool {
@@ -103,7 +119,6 @@ func (n *node) createGet(ctx context.Context, name string, flags int, mode uint3
 	if err := n.ready(ctx); err != nil {
 		return nil, nil, asErr("create", err)
 	}
-	gen := n.c.cache.since()
 	fid, nodeFid := n.c.newFid(), n.c.newFid()
 	m := &Tcreateget{NewFid: fid, NodeFid: nodeFid,
 		Tlcreate: Tlcreate{Fid: n.fid, Name: name, Flags: uint32(flags), Mode: mode, Gid: callerGid(ctx)}}
@@ -116,8 +131,7 @@ func (n *node) createGet(ctx context.Context, name string, flags int, mode uint3
 	}
 	h := n.c.newHandle(fid, r.QID, flags)
 	kid := n.c.newNode(nodeFid, r.QID, n.uid)
-	n.c.cache.dropFile(r.QID.Path) // what is held under the number is another's (made)
-	a, err := n.ownMade(ctx, nodeFid, &r.Attr, gen)
+	a, err := n.ownMade(ctx, nodeFid, &r.Attr, r.QID)
 	if err != nil {
 		h.Close()
 		return nil, nil, err
@@ -127,44 +141,44 @@ func (n *node) createGet(ctx context.Context, name string, flags int, mode uint3
 	return kid, h, nil
 }
 
-// ownMade gives a file made (reached through fid) to the caller, where
+// ownMade gives a file made (q, reached through fid) to the caller, where
 // the server made it as this client's user (root) for another (made
-// does the same), and returns its attributes, held: those the server
-// gave (r, as of generation gen) if it need not.
-func (n *node) ownMade(ctx context.Context, fid uint32, r *Rgetattr, gen uint64) (vfs.Attr, error) {
-	defer n.c.cache.putNoXattrs(r, gen) // a chown adds none
+// does the same), and returns its attributes, held briefly: those the
+// server gave (r) if it need not. What was held under q's number was
+// another file's (made).
+func (n *node) ownMade(ctx context.Context, fid uint32, r *Rgetattr, q QID) (vfs.Attr, error) {
+	n.c.cache.dropFile(q.Path)
 	cl, ok := vfs.CallerFrom(ctx)
 	if ok && n.uid == 0 && cl.Uid != 0 {
-		a, err := n.c.setattr(ctx, fid, r.QID.Path, vfs.SetAttr{Valid: vfs.SetUid, Uid: cl.Uid})
+		a, err := n.c.setattr(ctx, fid, q.Path, vfs.SetAttr{Valid: vfs.SetUid, Uid: cl.Uid})
+		n.c.cache.putBriefNoXattrs(r) // a chown adds none
 		return a, asErr("chown", err)
 	}
 	if r.Valid == 0 { // the server could not stat it
 		a, err := n.c.getattr(ctx, fid)
-		if err == nil {
-			n.c.putAttr(a, gen)
+		if err == nil && !a.Volatile {
+			n.c.cache.putBrief(cacheKey{cAttr, a.Ino, ""}, a, 1)
 		}
 		return a, err
 	}
-	return n.c.heldStat(r, gen), nil
+	return n.c.heldReply(r), nil
 }
 
 // mkdirGet is the walk after a Tmkdir, with the extensions: one
 // Twalkgetattr, whose attributes are held, and the new directory held
-// as empty.
+// as empty (briefly, as an answer to a change of this client's).
 func (n *node) mkdirGet(ctx context.Context, name string) (vfs.Node, error) {
-	gen := n.c.cache.since()
 	fid, r, err := n.walkAttrFid(ctx, name)
 	if err != nil {
 		return nil, asErr("lookup", err)
 	}
 	kid := n.c.newNode(fid, r.QIDs[0], n.uid)
-	n.c.cache.dropFile(r.QIDs[0].Path) // what is held under the number is another's (made)
-	a, err := n.ownMade(ctx, fid, &r.Attr, gen)
+	a, err := n.ownMade(ctx, fid, &r.Attr, r.QIDs[0])
 	if err != nil {
 		return nil, err
 	}
 	n.c.cache.walked(n.qid.Path, name, a.Ino)
-	n.c.cache.put(cacheKey{cList, a.Ino, ""}, []vfs.DirEntry{}, 1, a.Watched, gen)
+	n.c.cache.putBrief(cacheKey{cList, a.Ino, ""}, []vfs.DirEntry{}, 1)
 	n.noteMade(name, r.QIDs[0], a)
 	return kid, nil
 }

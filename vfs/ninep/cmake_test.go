@@ -306,3 +306,42 @@ func TestNoXattrsAnsweredByClient(t *testing.T) {
 		}
 	}
 }
+
+// A file removed while open is stated through its handle as the server
+// has it then (no links), not as held before the removal: also when a
+// notice of the file's change came between (the echo of this client's
+// own write) and its attributes were fetched again.
+func TestStatOfRemovedOpenFile(t *testing.T) {
+	c, root, _ := extDisk(t, func(string) {})
+	ctx := context.Background()
+	kid, h, err := root.Create(ctx, "f", os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if _, err := h.WriteAt(ctx, []byte("abc"), 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, stat := range []func() (vfs.Attr, error){
+		func() (vfs.Attr, error) { return h.(vfs.HandleAttrer).Attr(ctx) },
+		func() (vfs.Attr, error) { return kid.Attr(ctx) },
+	} {
+		if a, err := stat(); err != nil || a.Nlink != 1 {
+			t.Fatalf("before the removal: %+v, %v", a, err)
+		}
+	}
+	rootAttr, err := root.Attr(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.cache.apply([]vfs.Change{{Dir: rootAttr.Ino, Name: "f"}})
+	if a, err := kid.Attr(ctx); err != nil || a.Nlink != 1 {
+		t.Fatalf("after a notice: %+v, %v", a, err)
+	}
+	if err := root.Remove(ctx, "f", false); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := h.(vfs.HandleAttrer).Attr(ctx); err != nil || a.Nlink != 0 || a.Size != 3 {
+		t.Errorf("fstat after the removal: nlink %d size %d, %v; want 0 and 3", a.Nlink, a.Size, err)
+	}
+}

@@ -114,6 +114,18 @@ func (c *Client) heldStat(r *Rgetattr, gen uint64) vfs.Attr {
 	return a
 }
 
+// heldReply is heldStat for the server's answer to a change this client
+// just made, after it dropped what the change made stale: held briefly
+// (cache.putBrief).
+func (c *Client) heldReply(r *Rgetattr) vfs.Attr {
+	a := c.wireAttr(r)
+	if !a.Volatile {
+		c.cache.putBrief(cacheKey{cAttr, a.Ino, ""}, a, 1)
+		c.cache.putBriefNoXattrs(r)
+	}
+	return a
+}
+
 // putAttr holds a, fetched in generation gen. Only a gsvfs server marks
 // generated files by QID version 0; to a plain one (diod) it means
 // nothing, and its files are held.
@@ -175,18 +187,17 @@ func (n *node) SetAttr(ctx context.Context, s vfs.SetAttr) (vfs.Attr, error) {
 // setattr changes fid's file, ino, and drops what the cache held of it
 // (a mode change changes its ACL too).
 // setattr changes the file's attributes and returns them: with the
-// extensions in one round trip (Tsetattrget), the answer held for
-// CacheTTL (the kernel asks for them again at once), else a Tsetattr and
-// a Tgetattr.
+// extensions in one round trip (Tsetattrget), the answer held briefly
+// (the kernel asks for them again at once), else a Tsetattr and a
+// Tgetattr.
 func (c *Client) setattr(ctx context.Context, fid uint32, ino uint64, s vfs.SetAttr) (vfs.Attr, error) {
 	if c.extended {
-		gen := c.cache.since()
 		r, err := do[*Rsetattrget](ctx, c, &Tsetattrget{*setattrToWire(fid, s)})
-		c.cache.dropChanged(ino) // and gen is past: what is put is held briefly
+		c.cache.dropChanged(ino)
 		if err != nil {
 			return vfs.Attr{}, asErr("setattr", err)
 		}
-		return c.heldStat(&r.Rgetattr, gen), nil
+		return c.heldReply(&r.Rgetattr), nil
 	}
 	_, err := do[*Rsetattr](ctx, c, setattrToWire(fid, s))
 	c.cache.dropChanged(ino)
@@ -321,9 +332,10 @@ func (n *node) open(ctx context.Context, flags int) (vfs.Handle, error) {
 }
 
 // openFid walks a new fid to the file and opens it: with the extensions
-// in one Twalkopen (from the directory, by name, if the node was made
-// from a listing and never walked: it stays so), else a Twalk and a
-// Tlopen.
+// in one Twalkopen, else a Twalk and a Tlopen. A node made from a listing
+// and never walked is walked by name from its directory in the same
+// request, which gives it its own fid too (the server then holds the
+// file, and watches a directory, for as long as the node lives).
 func (n *node) openFid(ctx context.Context, flags int) (uint32, *Rlopen, error) {
 	if !n.c.extended {
 		fid, err := n.clone(ctx)
@@ -338,51 +350,43 @@ func (n *node) openFid(ctx context.Context, flags int) (uint32, *Rlopen, error) 
 		return fid, r, nil
 	}
 	defer runtime.KeepAlive(n) // see newNode
-	from, m, err := n.walkFrom(ctx)
-	if err != nil {
-		return 0, nil, err
-	}
-	if from != nil {
-		defer from.unpin()
-	}
-	fid := n.c.newFid()
-	m.NewFid, m.Flags = fid, uint32(flags)
-	r, err := do[*Rwalkopen](ctx, n.c, m)
-	if err != nil {
-		n.c.releaseFid(fid)
-		if from != nil && vfs.Errno(asErr("walk", err)) == syscall.ENOENT {
-			n.c.cache.dropEntry(from.qid.Path, n.name)
-			err = syscall.ESTALE
-		}
-		return 0, nil, err
-	}
-	if from != nil && r.QID.Path != n.qid.Path { // another file has the name now
-		n.c.clunk(fid)
-		n.c.cache.dropEntry(from.qid.Path, n.name)
-		return 0, nil, syscall.ESTALE
-	}
-	return fid, &r.Rlopen, nil
-}
-
-// walkFrom is the Twalkopen that reaches n: from its own fid, or from
-// the directory it was listed in (returned, pinned: its caller unpins
-// it) while it has none.
-func (n *node) walkFrom(ctx context.Context) (*node, *Twalkopen, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	dir := n.from
 	if dir == nil {
-		return nil, &Twalkopen{Twalk: Twalk{Fid: n.fid}}, nil
+		return n.c.walkOpen(ctx, &Twalkopen{NodeFid: NoFid, Twalk: Twalk{Fid: n.fid}, Flags: uint32(flags)})
 	}
 	// The directory may itself have been made from a listing: it is
 	// walked first (readyAttr).
 	if err := dir.ready(ctx); err != nil {
-		return nil, nil, err
+		return 0, nil, err
 	}
-	dir.mu.Lock()
-	dir.pins++
-	dir.mu.Unlock()
-	return dir, &Twalkopen{Twalk: Twalk{Fid: dir.fid, Names: []string{n.name}}}, nil
+	nodeFid := n.c.newFid()
+	fid, r, err := n.c.walkOpen(ctx, &Twalkopen{NodeFid: nodeFid, Twalk: Twalk{Fid: dir.fid, Names: []string{n.name}}, Flags: uint32(flags)})
+	if err == nil && r.QID.Path != n.qid.Path { // another file has the name now
+		n.c.clunk(fid)
+		n.c.clunk(nodeFid)
+		err = syscall.ESTALE
+	} else if err != nil {
+		n.c.releaseFid(nodeFid)
+	}
+	if err != nil {
+		return 0, nil, n.staleFrom(dir, err)
+	}
+	n.walkedAs(nodeFid, dir)
+	return fid, r, nil
+}
+
+// walkOpen sends m with a new fid for the open; on failure the fid
+// number is free again.
+func (c *Client) walkOpen(ctx context.Context, m *Twalkopen) (uint32, *Rlopen, error) {
+	m.NewFid = c.newFid()
+	r, err := do[*Rwalkopen](ctx, c, m)
+	if err != nil {
+		c.releaseFid(m.NewFid)
+		return 0, nil, err
+	}
+	return m.NewFid, &r.Rlopen, nil
 }
 
 // callerGid is the group new files get: the caller's, else ours.
@@ -450,12 +454,11 @@ func (n *node) Remove(ctx context.Context, name string, dir bool) error {
 	if err := n.ready(ctx); err != nil {
 		return asErr("remove", err)
 	}
-	n.changed(name) // before: it finds the file by its listing
+	defer n.changing(name)() // the file's link count, its name's entry
 	_, err := do[*Runlinkat](ctx, n.c, &Tunlinkat{Dfid: n.fid, Name: name, Flags: flags})
 	if errors.Is(err, syscall.EOPNOTSUPP) {
 		err = n.removeByFid(ctx, name, dir) // diod has no Tunlinkat
 	}
-	n.changed(name)
 	return asErr("remove", err)
 }
 
@@ -494,21 +497,15 @@ func (n *node) Rename(ctx context.Context, oldName string, newDir vfs.Node, newN
 	if err := readyBoth(ctx, n, to); err != nil {
 		return asErr("rename", err)
 	}
-	n.renamed(oldName, to, newName)
+	// Both entries, both directories, the file moved and the one it
+	// replaces (its link count).
+	defer n.changing(oldName)()
+	defer to.changing(newName)()
 	_, err := do[*Rrenameat](ctx, n.c, &Trenameat{OldDfid: n.fid, OldName: oldName, NewDfid: to.fid, NewName: newName})
 	if errors.Is(err, syscall.EOPNOTSUPP) {
 		err = n.renameByFid(ctx, oldName, to, newName) // diod has no Trenameat
 	}
-	n.renamed(oldName, to, newName)
 	return asErr("rename", err)
-}
-
-// renamed drops what a rename changes: both entries, both directories,
-// and the files they led to (found by the listings, so before the
-// rename as well as after).
-func (n *node) renamed(oldName string, to *node, newName string) {
-	n.changed(oldName)
-	to.changed(newName)
 }
 
 // renameByFid is Rename for servers without Trenameat, as Linux's client

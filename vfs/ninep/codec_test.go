@@ -106,7 +106,7 @@ func codecSamples() []struct {
 		{31, &Rwalkgetattr{Rwalk{QIDs: []QID{dq, q}}, *attr}},
 		{32, &Tclunkmany{Fids: []uint32{1, 2, 0xfffffffe}}},
 		{32, &Rclunkmany{}},
-		{33, &Twalkopen{Twalk{Fid: 0, NewFid: 1, Names: []string{"notes.txt"}}, syscall.O_RDWR}},
+		{33, &Twalkopen{2, Twalk{Fid: 0, NewFid: 1, Names: []string{"notes.txt"}}, syscall.O_RDWR}},
 		{33, &Rwalkopen{Rlopen{QID: q, Iounit: 8168}}},
 		{34, &Tsetattrget{Tsetattr{Fid: 1, Valid: SetattrMode | SetattrMtime | SetattrMtimeSet, Mode: 0o600, MtimeSec: 1700000000}}},
 		{34, &Rsetattrget{*attr}},

@@ -81,26 +81,37 @@ func (n *node) readyAttr(ctx context.Context) (vfs.Attr, bool, error) {
 		return vfs.Attr{}, false, err
 	}
 	fid, r, err := dir.walkAttrFid(ctx, n.name)
-	if vfs.Errno(asErr("walk", err)) == syscall.ENOENT {
-		err = syscall.ESTALE
-	}
 	if err == nil && (r.QIDs[0].Path != n.qid.Path || n.gen != 0 && r.Attr.Gen != n.gen) { // another file has the name now
 		n.c.clunk(fid)
 		err = syscall.ESTALE
 	}
+	if err != nil {
+		return vfs.Attr{}, false, n.staleFrom(dir, err)
+	}
+	n.walkedAs(fid, dir)
+	return n.c.wireAttr(&r.Attr), r.Attr.Valid != 0, nil
+}
+
+// staleFrom is the error of a walk by name from dir to the file n was
+// made for: the name missing, or leading elsewhere, is ESTALE, and what
+// made the node is dropped, so the next lookup of the name (the kernel's
+// retry of a stale open) walks to what it is now. n.mu is held.
+func (n *node) staleFrom(dir *node, err error) error {
+	if vfs.Errno(asErr("walk", err)) == syscall.ENOENT {
+		err = syscall.ESTALE
+	}
 	if err == syscall.ESTALE {
-		// What made the node is stale: the next lookup of the name (the
-		// kernel's retry of a stale open) walks to what it is now.
 		n.c.cache.dropEntry(dir.qid.Path, n.name)
 	}
-	if err != nil {
-		return vfs.Attr{}, false, err
-	}
+	return err
+}
+
+// walkedAs makes fid, walked from dir by name, n's own. n.mu is held.
+func (n *node) walkedAs(fid uint32, dir *node) {
 	n.fid, n.from = fid, nil
 	n.cleanup.Stop()
 	n.cleanup = runtime.AddCleanup(n, n.c.clunkLater, fid)
 	dir.unpin()
-	return n.c.wireAttr(&r.Attr), r.Attr.Valid != 0, nil
 }
 
 // readyBoth readies two nodes of one call (rename, link).

@@ -96,10 +96,14 @@ func (c *conn) walkgetattr(ctx context.Context, m *Twalkgetattr) (Message, error
 	return r, nil
 }
 
-// walkopen walks to a new fid and opens it; a failed open leaves no fid.
+// walkopen walks to a new fid and opens it, and makes nodefid on the
+// same file if asked; a failure leaves no new fid.
 func (c *conn) walkopen(ctx context.Context, m *Twalkopen) (Message, error) {
-	if m.NewFid == m.Fid {
+	if m.NewFid == m.Fid || m.NodeFid == m.Fid || m.NodeFid == m.NewFid {
 		return nil, vfs.Error("walkopen", "", syscall.EINVAL)
+	}
+	if m.NodeFid != NoFid && c.hasFid(m.NodeFid) {
+		return nil, vfs.Error("walkopen", "", syscall.EBADF)
 	}
 	w, err := c.walkAttr(ctx, &m.Twalk)
 	if err != nil {
@@ -109,11 +113,26 @@ func (c *conn) walkopen(ctx context.Context, m *Twalkopen) (Message, error) {
 		return nil, vfs.Error("walkopen", m.Names[len(w.qids)], syscall.ENOENT)
 	}
 	r, err := c.lopen(ctx, &Tlopen{Fid: m.NewFid, Flags: m.Flags})
+	if err == nil {
+		err = c.sameFid(ctx, m.NewFid, m.NodeFid)
+	}
 	if err != nil {
 		c.clunk(ctx, &Tclunk{fidMsg{m.NewFid}})
 		return nil, err
 	}
 	return &Rwalkopen{*r.(*Rlopen)}, nil
+}
+
+// sameFid makes fid to (unless NoFid) stand where fid from does, not
+// open.
+func (c *conn) sameFid(ctx context.Context, from, to uint32) error {
+	if to == NoFid {
+		return nil
+	}
+	_, err := withFid(ctx, c, from, func(f *fid) (struct{}, error) {
+		return struct{}{}, c.addFid(to, newFid(f.at.Load(), f.uid))
+	})
+	return err
 }
 
 // setattrget is setattr, then getattr.
@@ -148,14 +167,9 @@ func (c *conn) createget(ctx context.Context, m *Tcreateget) (Message, error) {
 		return nil, err
 	}
 	created := &Rcreateget{Rlopen: r.(*Rlcreate).Rlopen}
-	if m.NodeFid != NoFid {
-		_, err := withFid(ctx, c, m.NewFid, func(f *fid) (struct{}, error) {
-			return struct{}{}, c.addFid(m.NodeFid, newFid(f.at.Load(), f.uid))
-		})
-		if err != nil { // taken meanwhile by another request of the client's
-			c.clunk(ctx, &Tclunk{fidMsg{m.NewFid}})
-			return nil, err
-		}
+	if err := c.sameFid(ctx, m.NewFid, m.NodeFid); err != nil { // taken meanwhile
+		c.clunk(ctx, &Tclunk{fidMsg{m.NewFid}})
+		return nil, err
 	}
 	a, err := withFid(ctx, c, m.NewFid, func(f *fid) (*Rgetattr, error) {
 		a, err := f.attrOf(ctx)

@@ -231,11 +231,17 @@ func (c *conn) readdir(ctx context.Context, m *Treaddir) (Message, error) {
 	return &Rreaddir{Data: buf}, err
 }
 
+// listBatches is the most backend reads one listing step makes: the
+// batch asked for and one more, which finds the end of most listings
+// (so the client need not ask for it) without letting a slow or endless
+// directory hold the step.
+const listBatches = 2
+
 // listDir runs one step of a listing (Treaddir, Treaddirplus): as many
 // entries from m.Offset as fit in m.Count, each sized by size and
-// packed by add, reading the backend's batches until the reply is full
-// or the listing ends (end). Entries that did not fit wait, in the fid's
-// cursor, for the step that resumes there.
+// packed by add, from at most listBatches of the backend's reads, and
+// whether the listing ends there (end). Entries that did not fit wait,
+// in the fid's cursor, for the step that resumes there.
 func (c *conn) listDir(ctx context.Context, m *Treaddir, size func(name string) int,
 	add func(f *fid, buf []byte, d Dirent, e vfs.DirEntry) []byte) ([]byte, bool, error) {
 	type listed struct {
@@ -255,7 +261,8 @@ func (c *conn) listDir(ctx context.Context, m *Treaddir, size func(name string) 
 		f.mu.Lock() // one listing step at a time per fid
 		defer f.mu.Unlock()
 		var buf []byte
-		for off := m.Offset; ; {
+		off := m.Offset
+		for range listBatches {
 			entries, err := f.dir.next(ctx, dr, off)
 			switch {
 			case err != nil && len(buf) == 0:
@@ -270,6 +277,7 @@ func (c *conn) listDir(ctx context.Context, m *Treaddir, size func(name string) 
 				return listed{buf, false}, err
 			}
 		}
+		return listed{buf, false}, nil
 	})
 	return l.buf, l.end, err
 }

@@ -9,7 +9,7 @@ package ninep
 //	Rwalkgetattr  nwqid[2] qid* attr                 (Rwalk, then Rgetattr's body)
 //	Tclunkmany    nfid[2] fid*
 //	Rclunkmany
-//	Twalkopen     fid[4] newfid[4] nwname[2] wname* flags[4]  (Twalk, Tlopen's flags)
+//	Twalkopen     nodefid[4] fid[4] newfid[4] nwname[2] wname* flags[4]
 //	Rwalkopen     qid[13] iounit[4]                 (as Rlopen)
 //	Tsetattrget   (as Tsetattr)
 //	Rsetattrget   (as Rgetattr)
@@ -23,8 +23,9 @@ package ninep
 // made). Tclunkmany clunks each fid as Tclunk would; a fid unknown to
 // the server is passed over, and the reply says nothing of each one.
 // Twalkopen walks every name (none: a clone) to newfid, which must not
-// be fid, and opens it with flags, as Tlopen does; if either fails,
-// newfid is not made. Tsetattrget is Tsetattr answered with the file's
+// be fid, and opens it with flags, as Tlopen does; nodefid (unless NoFid)
+// is made on the file reached too, not open, as a walk to it would; if
+// anything fails, no new fid is made. Tsetattrget is Tsetattr answered with the file's
 // attributes after it. Tcreateget is Tlcreate made on newfid, a clone of
 // fid (a directory's), which is left as it was; newfid stands on the new
 // file, open, nodefid (unless NoFid) on the new file too, not open, and
@@ -95,18 +96,24 @@ type Rclunkmany struct{ empty }
 func (*Rclunkmany) msgType() uint8 { return msgRclunkmany }
 
 // Twalkopen is Twalk and Tlopen of the new fid in one request: what an
-// open costs a client that keeps its fids for walking from.
+// open costs a client that keeps its fids for walking from. A client
+// opening a file it knows only by a listing gets the file's own fid too
+// (NodeFid), so the server holds the file, and watches a directory, as
+// long as the client keeps it.
 type Twalkopen struct {
+	NodeFid uint32
 	Twalk
 	Flags uint32
 }
 
 func (*Twalkopen) msgType() uint8 { return msgTwalkopen }
 func (m *Twalkopen) encode(e *encoder) {
+	e.u32(m.NodeFid)
 	m.Twalk.encode(e)
 	e.u32(m.Flags)
 }
 func (m *Twalkopen) decode(d *decoder) {
+	m.NodeFid = d.u32()
 	m.Twalk.decode(d)
 	m.Flags = d.u32()
 }
