@@ -5,8 +5,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -344,4 +346,36 @@ func TestStatOfRemovedOpenFile(t *testing.T) {
 	if a, err := h.(vfs.HandleAttrer).Attr(ctx); err != nil || a.Nlink != 0 || a.Size != 3 {
 		t.Errorf("fstat after the removal: nlink %d size %d, %v; want 0 and 3", a.Nlink, a.Size, err)
 	}
+}
+
+// A directory the client listed and then let go of stays watched for it:
+// a file made in it on the disk drops the client's listing. (A disk
+// tree's watch of a directory goes with its node, which only the
+// client's fids held; the connection holds it while it watches.)
+func TestLetGoDirStaysWatched(t *testing.T) {
+	_, root, dir := extDisk(t, func(dir string) { mustWrite(t, filepath.Join(dir, "d", "a"), "a") })
+	ctx := context.Background()
+	list := func() int {
+		d, _, err := vfs.LookupAttr(ctx, root, "d")
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := d.Open(ctx, os.O_RDONLY)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := len(listAll(t, h))
+		h.Close()
+		d.(vfs.Forgetter).Forget()
+		return n
+	}
+	if n := list(); n != 1 {
+		t.Fatalf("listed %d names, want 1", n)
+	}
+	for range 5 { // the fids' clunks, then the nodes collected on both ends
+		time.Sleep(20 * time.Millisecond)
+		runtime.GC()
+	}
+	mustWrite(t, filepath.Join(dir, "d", "b"), "b")
+	waitUntil(t, "a file made on the disk listed", func() bool { return list() == 2 })
 }

@@ -146,3 +146,29 @@ func TestNoticeFloodBounded(t *testing.T) {
 		t.Error("the watcher heard of no change")
 	}
 }
+
+// The directories a connection holds watched for its client are bounded:
+// past the bound the oldest is let go and the client is told changes
+// were lost (what it holds of that directory is no longer kept true).
+func TestHeldDirsBounded(t *testing.T) {
+	defer func(n int) { maxHeldDirs = n }(maxHeldDirs)
+	maxHeldDirs = 3
+	var w connWatch
+	w.start(&watchRoot{Node: vfs.NewStaticDir(nil)})
+	defer w.end()
+	for ino := range uint64(3) {
+		w.hold(vfs.NewStaticDir(nil), ino+1)
+		w.hold(vfs.NewStaticDir(nil), 1) // walked again: held once, most recent
+	}
+	if r := w.take(1 << 16); r != nil || w.held.lru.Len() != 3 {
+		t.Fatalf("within the bound: %+v, %d held; want nothing to send and 3 held", r, w.held.lru.Len())
+	}
+	w.hold(vfs.NewStaticDir(nil), 4)
+	r := w.take(1 << 16)
+	if r == nil || len(r.Changes) != 1 || !r.Changes[0].Lost {
+		t.Fatalf("past the bound: %+v, want one Lost", r)
+	}
+	if _, kept := w.held.byIno[1]; !kept || w.held.lru.Len() != 3 {
+		t.Errorf("past the bound: %d held, 1 kept %v; want 3 held, the most recently walked kept", w.held.lru.Len(), kept)
+	}
+}

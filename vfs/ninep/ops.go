@@ -183,6 +183,9 @@ func (c *conn) walkAttr(ctx context.Context, m *Twalk) (walked, error) {
 		for i, name := range m.Names {
 			next, a, err := walkOneAttr(ctx, p, name)
 			if err == nil {
+				if a.IsDir() && a.Watched {
+					c.watch.hold(next.node, a.Ino)
+				}
 				qids = append(qids, attrQID(a))
 				p, last = next, &a
 				continue

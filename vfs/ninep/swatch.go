@@ -1,6 +1,7 @@
 package ninep
 
 import (
+	"container/list"
 	"context"
 	"sync"
 	"syscall"
@@ -27,6 +28,64 @@ type connWatch struct {
 	backlog []vfs.Change
 	lost    bool
 	ready   chan struct{} // signalled when the backlog gains something
+	held    heldDirs
+}
+
+// heldDirs keeps the watched directories a subscribed connection walked
+// to or through. A tree watches a directory while a node of it is held
+// (a disk tree's inotify watch goes with its node), and the client keeps
+// what it learned of the directory (its listing, its names, its files'
+// attributes) after it lets go of its own fids: so the connection holds
+// the directory for it, and its changes keep being reported. At most
+// maxHeldDirs are held; past that the least recently walked is let go,
+// and the client is told changes were lost, as its promises about that
+// directory no longer hold.
+type heldDirs struct {
+	lru   list.List // of heldDir, most recently walked first
+	byIno map[uint64]*list.Element
+}
+
+type heldDir struct {
+	ino  uint64
+	node vfs.Node
+}
+
+// maxHeldDirs bounds the directories one connection holds watched: as
+// many as a client's cache holds entries (DefaultCacheSize). A variable
+// for tests.
+var maxHeldDirs = DefaultCacheSize
+
+// hold keeps dir, a watched directory the connection walked to, held
+// while the connection watches.
+func (w *connWatch) hold(dir vfs.Node, ino uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.on {
+		return
+	}
+	h := &w.held
+	if el := h.byIno[ino]; el != nil {
+		el.Value = heldDir{ino, dir}
+		h.lru.MoveToFront(el)
+		return
+	}
+	if h.byIno == nil {
+		h.byIno = map[uint64]*list.Element{}
+	}
+	h.byIno[ino] = h.lru.PushFront(heldDir{ino, dir})
+	if h.lru.Len() > maxHeldDirs {
+		delete(h.byIno, h.lru.Remove(h.lru.Back()).(heldDir).ino)
+		w.loseLocked()
+	}
+}
+
+// loseLocked drops the backlog for a Lost. w.mu is held.
+func (w *connWatch) loseLocked() {
+	w.backlog, w.lost = nil, true
+	select {
+	case w.ready <- struct{}{}:
+	default:
+	}
 }
 
 // twatch answers a Twatch: at once, empty, the first time (the
@@ -69,15 +128,14 @@ func (w *connWatch) start(src vfs.Watcher) bool {
 // Lost. It never waits: it runs on the tree's watch.
 func (w *connWatch) add(cs []vfs.Change) {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	if w.lost || len(w.backlog)+len(cs) > MaxWatchBacklog {
-		w.backlog, w.lost = nil, true
-	} else {
-		w.backlog = append(w.backlog, cs...)
+		w.loseLocked()
+		return
 	}
-	ready := w.ready
-	w.mu.Unlock()
+	w.backlog = append(w.backlog, cs...)
 	select {
-	case ready <- struct{}{}:
+	case w.ready <- struct{}{}:
 	default:
 	}
 }
@@ -130,6 +188,7 @@ func (w *connWatch) end() {
 	w.mu.Lock()
 	stop := w.stop
 	w.on, w.stop, w.backlog, w.lost = false, nil, nil, false
+	w.held = heldDirs{}
 	w.mu.Unlock()
 	if stop != nil {
 		stop()
