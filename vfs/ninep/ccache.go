@@ -49,6 +49,7 @@ const (
 	cXattr                   // map[string]xattrValue: ino's values and misses
 	cXnames                  // []string of ino's xattr names
 	cEntry                   // uint64: the file name in directory ino led to
+	cNames                   // map[string]struct{}: every name in directory ino
 )
 
 type cacheKey struct {
@@ -337,7 +338,11 @@ func (c *cache) notify(on bool) {
 	c.dropAll()
 }
 
-// apply drops what a batch of the server's changes made stale.
+// apply drops what a batch of the server's changes made stale. A change
+// that leaves a file as the cache holds it (the notice of this client's
+// own write, whose answer it already holds) drops nothing of the file,
+// and a directory's names stay held while the change agrees with them
+// (a name made is held, a name gone is not).
 func (c *cache) apply(cs []vfs.Change) {
 	c.mu.Lock()
 	c.gen++
@@ -347,12 +352,83 @@ func (c *cache) apply(cs []vfs.Change) {
 		case ch.Lost:
 			c.dropAll()
 		case ch.Dir != 0:
-			c.dropEntry(ch.Dir, ch.Name)
+			c.noticeEntry(ch.Dir, ch.Name, ch.Attr)
 		}
-		if ch.Attr.Ino != 0 {
+		if ch.Attr.Ino != 0 && !c.holdsAsIs(ch.Attr) {
 			c.dropFile(ch.Attr.Ino)
 		}
 	}
+}
+
+// noticeEntry is dropEntry for a change the server noticed: the entry
+// name in dir now leads to now (Ino 0: nothing).
+func (c *cache) noticeEntry(dir uint64, name string, now vfs.Attr) {
+	for _, ino := range c.entryFiles(dir, name) {
+		if ino != now.Ino || !c.holdsAsIs(now) {
+			c.dropFile(ino)
+		}
+	}
+	if names, ok := c.names(dir); ok {
+		if _, has := names[name]; has != (now.Ino != 0) {
+			c.drop(cacheKey{cNames, dir, ""})
+		}
+	}
+	c.dropFile(dir)
+	c.drop(cacheKey{cMiss, dir, name})
+}
+
+// holdsAsIs reports whether the cache holds a's file with the attributes
+// a gives it (all but the access time, which reads change unreported):
+// then nothing held of it is stale. A change of its extended attributes
+// changes its ctime.
+func (c *cache) holdsAsIs(a vfs.Attr) bool {
+	v, ok := c.get(cacheKey{cAttr, a.Ino, ""})
+	if !ok {
+		return false
+	}
+	h := v.(vfs.Attr)
+	return h.Gen == a.Gen && h.Mode == a.Mode && h.Nlink == a.Nlink && h.Uid == a.Uid && h.Gid == a.Gid &&
+		h.Rdev == a.Rdev && h.Size == a.Size && h.Blocks == a.Blocks &&
+		h.Mtime.Equal(a.Mtime) && h.Ctime.Equal(a.Ctime)
+}
+
+// names is the set of every name in directory dir, if held.
+func (c *cache) names(dir uint64) (map[string]struct{}, bool) {
+	v, ok := c.get(cacheKey{cNames, dir, ""})
+	if !ok {
+		return nil, false
+	}
+	return v.(map[string]struct{}), true
+}
+
+// putNames holds names as every name in directory dir (a whole listing,
+// or a directory this client made), fetched in generation gen.
+func (c *cache) putNames(dir uint64, names map[string]struct{}, watched bool, gen uint64) {
+	c.put(cacheKey{cNames, dir, ""}, names, 1+len(names)/8, watched, gen)
+}
+
+// named keeps a held set of dir's names true across this client's own
+// change: name is in dir now (made) or is not. The set is copied, as
+// callers of names read theirs unlocked.
+func (c *cache) named(dir uint64, name string, made bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el := c.byKey[cacheKey{cNames, dir, ""}]
+	if el == nil {
+		return
+	}
+	e := el.Value.(*cacheEntry)
+	old := e.val.(map[string]struct{})
+	if _, has := old[name]; has == made {
+		return
+	}
+	m := maps.Clone(old)
+	if made {
+		m[name] = struct{}{}
+	} else {
+		delete(m, name)
+	}
+	e.val = m
 }
 
 // sameFile drops what is held of q's file if it was another file's: an

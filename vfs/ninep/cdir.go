@@ -38,6 +38,11 @@ func (f *dirFill) add(off uint64, out []vfs.DirEntry, err error) {
 	if len(out) == 0 { // the end: the listing is whole
 		c := f.n.c.cache
 		c.put(cacheKey{cList, f.n.qid.Path, ""}, f.all, 1+len(f.all), f.n.watched(), f.gen)
+		names := make(map[string]struct{}, len(f.all))
+		for _, e := range f.all {
+			names[e.Name] = struct{}{}
+		}
+		c.putNames(f.n.qid.Path, names, f.n.watched(), f.gen)
 		f.skip = true
 		return
 	}

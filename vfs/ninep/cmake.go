@@ -89,11 +89,36 @@ func (n *node) changing(name string) (after func()) {
 	}
 }
 
-// listedMiss reports whether the directory's whole listing is held and
-// has no name: as good a miss as one held by name.
+// listedMiss reports whether every name of the directory is held
+// (names, or a whole listing) and name is not among them: as good a miss
+// as one held by name.
 func (n *node) listedMiss(name string) bool {
+	if names, ok := n.c.cache.names(n.qid.Path); ok {
+		_, has := names[name]
+		return !has
+	}
 	v, ok := n.c.cache.get(cacheKey{cList, n.qid.Path, ""})
 	return ok && !slices.ContainsFunc(v.([]vfs.DirEntry), func(e vfs.DirEntry) bool { return e.Name == name })
+}
+
+// madeName is changed for a name this client made (err nil) or tried
+// to make.
+func (n *node) madeName(name string, err error) {
+	n.changed(name)
+	n.named(name, true, err)
+}
+
+// named is what this client's change did to n's names, if it knows:
+// name made (or found there: EEXIST) or gone (or not found: ENOENT).
+func (n *node) named(name string, made bool, err error) {
+	switch errno := vfs.Errno(err); {
+	case err == nil:
+		n.c.cache.named(n.qid.Path, name, made)
+	case errno == syscall.EEXIST:
+		n.c.cache.named(n.qid.Path, name, true)
+	case errno == syscall.ENOENT:
+		n.c.cache.named(n.qid.Path, name, false)
+	}
 }
 
 // known answers a lookup from what the client holds: a miss (held by
@@ -123,11 +148,14 @@ func (n *node) createGet(ctx context.Context, name string, flags int, mode uint3
 	m := &Tcreateget{NewFid: fid, NodeFid: nodeFid,
 		Tlcreate: Tlcreate{Fid: n.fid, Name: name, Flags: uint32(flags), Mode: mode, Gid: callerGid(ctx)}}
 	r, err := do[*Rcreateget](ctx, n.c, m)
-	n.changed(name)
+	n.madeName(name, err)
 	if err != nil {
 		n.c.releaseFid(fid)
 		n.c.releaseFid(nodeFid)
 		return nil, nil, asErr("create", err)
+	}
+	if r.DirAttr.Valid != 0 && r.DirAttr.QID.Path == n.qid.Path {
+		n.c.heldReply(&r.DirAttr)
 	}
 	h := n.c.newHandle(fid, r.QID, flags)
 	kid := n.c.newNode(nodeFid, r.QID, n.uid)
@@ -165,20 +193,24 @@ func (n *node) ownMade(ctx context.Context, fid uint32, r *Rgetattr, q QID) (vfs
 }
 
 // mkdirGet is the walk after a Tmkdir, with the extensions: one
-// Twalkgetattr, whose attributes are held, and the new directory held
-// as empty (briefly, as an answer to a change of this client's).
-func (n *node) mkdirGet(ctx context.Context, name string) (vfs.Node, error) {
+// Twalkgetattr, whose attributes are held briefly (as an answer to a
+// change of this client's), and the new directory known empty: its
+// names held from gen, the generation the mkdir was answered in, as
+// long as notices allow.
+func (n *node) mkdirGet(ctx context.Context, name string, gen uint64) (vfs.Node, error) {
 	fid, r, err := n.walkAttrFid(ctx, name)
 	if err != nil {
 		return nil, asErr("lookup", err)
 	}
-	kid := n.c.newNode(fid, r.QIDs[0], n.uid)
-	a, err := n.ownMade(ctx, fid, &r.Attr, r.QIDs[0])
+	q := r.QIDs[0]
+	n.c.cache.putNames(q.Path, map[string]struct{}{}, n.c.wireAttr(&r.Attr).Watched, gen)
+	kid := n.c.newNode(fid, q, n.uid)
+	a, err := n.ownMade(ctx, fid, &r.Attr, q)
 	if err != nil {
 		return nil, err
 	}
 	n.c.cache.walked(n.qid.Path, name, a.Ino)
 	n.c.cache.putBrief(cacheKey{cList, a.Ino, ""}, []vfs.DirEntry{}, 1)
-	n.noteMade(name, r.QIDs[0], a)
+	n.noteMade(name, q, a)
 	return kid, nil
 }

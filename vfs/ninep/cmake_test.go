@@ -379,3 +379,89 @@ func TestLetGoDirStaysWatched(t *testing.T) {
 	mustWrite(t, filepath.Join(dir, "d", "b"), "b")
 	waitUntil(t, "a file made on the disk listed", func() bool { return list() == 2 })
 }
+
+// noticesSettle waits until c has been told of at least n more changes
+// than before, and a little more for the rest of their batch.
+func noticesSettle(t *testing.T, c *Client, before int64, n int64) {
+	t.Helper()
+	waitUntil(t, "the notices of the client's own changes", func() bool { return c.Notices().Changes >= before+n })
+	time.Sleep(50 * time.Millisecond)
+}
+
+// What a client made in a directory it made, and the notices of it that
+// follow (the echoes of its own changes), leave it knowing every name
+// there and its files as they are: a lookup of a name not made misses,
+// and the new files' stats and xattr misses, without a request.
+func TestOwnChangesKeepWhatIsHeld(t *testing.T) {
+	c, root, _ := extDisk(t, func(string) {})
+	ctx := context.Background()
+	before := c.Notices().Changes
+	d, err := root.Mkdir(ctx, "d", 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kids []vfs.Node
+	for _, name := range []string{"a", "b"} {
+		kid, h, err := d.Create(ctx, name, os.O_RDWR|os.O_EXCL, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := kid.SetAttr(ctx, vfs.SetAttr{Valid: vfs.SetMode, Mode: 0o600}); err != nil {
+			t.Fatal(err)
+		}
+		h.Close()
+		kids = append(kids, kid)
+	}
+	noticesSettle(t, c, before, 3)
+	got := costOf(c, func() {
+		if _, _, err := vfs.LookupAttr(ctx, d, "c"); vfs.Errno(err) != syscall.ENOENT {
+			t.Errorf("lookup of a name never made: %v, want ENOENT", err)
+		}
+		for _, kid := range kids {
+			if a, err := kid.Attr(ctx); err != nil || a.Mode&0o777 != 0o600 {
+				t.Errorf("stat of a file made: %+v, %v", a, err)
+			}
+			if _, err := kid.(vfs.Xattrer).GetXattr(ctx, "security.capability"); vfs.Errno(err) != syscall.ENODATA {
+				t.Errorf("xattr of a file made: %v, want ENODATA", err)
+			}
+		}
+	})
+	if got != 0 {
+		t.Errorf("after the notices of its own changes: %d requests, want 0", got)
+	}
+}
+
+// What others change is not taken for an echo: a file made on the disk in
+// a directory whose names the client holds is found, and a file written
+// there is stated anew.
+func TestOutsideChangesStillDrop(t *testing.T) {
+	c, root, dir := extDisk(t, func(dir string) { mustWrite(t, filepath.Join(dir, "d", "a"), "a") })
+	ctx := context.Background()
+	d, _, err := vfs.LookupAttr(ctx, root, "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := d.Open(ctx, os.O_RDONLY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listAll(t, h)
+	h.Close()
+	a, _, err := vfs.LookupAttr(ctx, d, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := vfs.LookupAttr(ctx, d, "b"); vfs.Errno(err) != syscall.ENOENT {
+		t.Fatalf("lookup of b before it is made: %v", err)
+	}
+	before := c.Notices().Changes
+	mustWrite(t, filepath.Join(dir, "d", "b"), "made outside")
+	mustWrite(t, filepath.Join(dir, "d", "a"), "written outside")
+	noticesSettle(t, c, before, 2)
+	if _, _, err := vfs.LookupAttr(ctx, d, "b"); err != nil {
+		t.Errorf("lookup of a file made outside: %v", err)
+	}
+	if got, err := a.Attr(ctx); err != nil || got.Size != int64(len("written outside")) {
+		t.Errorf("stat of a file written outside: size %d, %v; want %d", got.Size, err, len("written outside"))
+	}
+}

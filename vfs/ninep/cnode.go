@@ -409,7 +409,7 @@ func (n *node) Create(ctx context.Context, name string, flags int, mode uint32) 
 		return nil, nil, asErr("create", err)
 	}
 	r, err := do[*Rlcreate](ctx, n.c, &Tlcreate{Fid: fid, Name: name, Flags: uint32(flags), Mode: mode, Gid: callerGid(ctx)})
-	n.changed(name)
+	n.madeName(name, err)
 	if err != nil {
 		n.c.clunk(fid)
 		return nil, nil, asErr("create", err)
@@ -432,12 +432,12 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32) (vfs.Node, e
 		return nil, asErr("mkdir", err)
 	}
 	_, err := do[*Rmkdir](ctx, n.c, &Tmkdir{Dfid: n.fid, Name: name, Mode: mode, Gid: callerGid(ctx)})
-	n.changed(name)
+	n.madeName(name, err)
 	if err != nil {
 		return nil, asErr("mkdir", err)
 	}
 	if n.c.extended {
-		return n.mkdirGet(ctx, name)
+		return n.mkdirGet(ctx, name, n.c.cache.since())
 	}
 	return n.made(ctx, name)
 }
@@ -454,11 +454,13 @@ func (n *node) Remove(ctx context.Context, name string, dir bool) error {
 	if err := n.ready(ctx); err != nil {
 		return asErr("remove", err)
 	}
-	defer n.changing(name)() // the file's link count, its name's entry
+	after := n.changing(name) // the file's link count, its name's entry
 	_, err := do[*Runlinkat](ctx, n.c, &Tunlinkat{Dfid: n.fid, Name: name, Flags: flags})
 	if errors.Is(err, syscall.EOPNOTSUPP) {
 		err = n.removeByFid(ctx, name, dir) // diod has no Tunlinkat
 	}
+	after()
+	n.named(name, false, err)
 	return asErr("remove", err)
 }
 
@@ -499,11 +501,16 @@ func (n *node) Rename(ctx context.Context, oldName string, newDir vfs.Node, newN
 	}
 	// Both entries, both directories, the file moved and the one it
 	// replaces (its link count).
-	defer n.changing(oldName)()
-	defer to.changing(newName)()
+	afterOld, afterNew := n.changing(oldName), to.changing(newName)
 	_, err := do[*Rrenameat](ctx, n.c, &Trenameat{OldDfid: n.fid, OldName: oldName, NewDfid: to.fid, NewName: newName})
 	if errors.Is(err, syscall.EOPNOTSUPP) {
 		err = n.renameByFid(ctx, oldName, to, newName) // diod has no Trenameat
+	}
+	afterOld()
+	afterNew()
+	if err == nil {
+		n.named(oldName, false, nil)
+		to.named(newName, true, nil)
 	}
 	return asErr("rename", err)
 }
@@ -542,7 +549,7 @@ func (n *node) Symlink(ctx context.Context, name, target string) (vfs.Node, erro
 		return nil, asErr("symlink", err)
 	}
 	_, err := do[*Rsymlink](ctx, n.c, &Tsymlink{Fid: n.fid, Name: name, Target: target, Gid: callerGid(ctx)})
-	n.changed(name)
+	n.madeName(name, err)
 	if err != nil {
 		return nil, asErr("symlink", err)
 	}
@@ -563,7 +570,7 @@ func (n *node) Link(ctx context.Context, target vfs.Node, name string) (vfs.Node
 		return nil, asErr("link", err)
 	}
 	_, err := do[*Rlink](ctx, n.c, &Tlink{Dfid: n.fid, Fid: t.fid, Name: name})
-	n.changed(name)
+	n.madeName(name, err)
 	n.c.cache.dropFile(t.qid.Path) // its link count
 	if err != nil {
 		return nil, asErr("link", err)
@@ -583,7 +590,7 @@ func (n *node) Mknod(ctx context.Context, name string, mode uint32, rdev uint64)
 	}
 	m := &Tmknod{Dfid: n.fid, Name: name, Mode: mode, Major: major, Minor: minor, Gid: callerGid(ctx)}
 	_, err := do[*Rmknod](ctx, n.c, m)
-	n.changed(name)
+	n.madeName(name, err)
 	if err != nil {
 		return nil, asErr("mknod", err)
 	}

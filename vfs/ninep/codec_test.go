@@ -111,7 +111,7 @@ func codecSamples() []struct {
 		{34, &Tsetattrget{Tsetattr{Fid: 1, Valid: SetattrMode | SetattrMtime | SetattrMtimeSet, Mode: 0o600, MtimeSec: 1700000000}}},
 		{34, &Rsetattrget{*attr}},
 		{35, &Tcreateget{NewFid: 2, NodeFid: 3, Tlcreate: Tlcreate{Fid: 1, Name: "new.txt", Flags: syscall.O_RDWR | syscall.O_EXCL, Mode: 0o644, Gid: 100}}},
-		{35, &Rcreateget{Rlopen{QID: q, Iounit: 8168}, *attr}},
+		{35, &Rcreateget{Rlopen{QID: q, Iounit: 8168}, *attr, *attr}},
 	}
 }
 

@@ -135,21 +135,24 @@ func (c *conn) sameFid(ctx context.Context, from, to uint32) error {
 	return err
 }
 
-// setattrget is setattr, then getattr.
+// setattrget is setattr, then getattr (which says whether the file has
+// extended attributes: a chown is followed by the kernel's question
+// whether it has security.capability).
 func (c *conn) setattrget(ctx context.Context, m *Tsetattrget) (Message, error) {
 	if _, err := c.setattr(ctx, &m.Tsetattr); err != nil {
 		return nil, err
 	}
-	r, err := c.getattr(ctx, &Tgetattr{Fid: m.Fid, Mask: AttrBasic})
+	r, err := c.statFid(ctx, m.Fid)
 	if err != nil {
 		return nil, err
 	}
-	return &Rsetattrget{*r.(*Rgetattr)}, nil
+	return &Rsetattrget{*r}, nil
 }
 
 // createget clones the directory's fid to newfid, creates the file on
-// it, walks nodefid to it and answers with its attributes; a failed
-// create leaves neither new fid. A nodefid already in use fails the
+// it, walks nodefid to it and answers with its attributes and the
+// directory's (whose times the create changed, and which a kernel asks
+// for next); a failed create leaves neither new fid. A nodefid already in use fails the
 // request before anything is made.
 func (c *conn) createget(ctx context.Context, m *Tcreateget) (Message, error) {
 	if m.NewFid == m.Fid || m.NodeFid == m.Fid || m.NodeFid == m.NewFid {
@@ -171,17 +174,26 @@ func (c *conn) createget(ctx context.Context, m *Tcreateget) (Message, error) {
 		c.clunk(ctx, &Tclunk{fidMsg{m.NewFid}})
 		return nil, err
 	}
-	a, err := withFid(ctx, c, m.NewFid, func(f *fid) (*Rgetattr, error) {
+	// Valid 0 where a stat fails: the client asks itself.
+	if a, err := c.statFid(ctx, m.NewFid); err == nil {
+		created.Attr = *a
+	}
+	if a, err := c.statFid(ctx, m.Fid); err == nil {
+		created.DirAttr = *a
+	}
+	return created, nil
+}
+
+// statFid is the attributes of fid's file as an extended peer gets them,
+// with whether it has extended attributes (fileAttrToWire).
+func (c *conn) statFid(ctx context.Context, n uint32) (*Rgetattr, error) {
+	return withFid(ctx, c, n, func(f *fid) (*Rgetattr, error) {
 		a, err := f.attrOf(ctx)
 		if err != nil {
 			return nil, err
 		}
 		return fileAttrToWire(ctx, f.node(), a), nil
 	})
-	if err == nil { // else valid 0: the client asks itself
-		created.Attr = *a
-	}
-	return created, nil
 }
 
 // clunkmany clunks each fid as Tclunk does. A fid's own failure (one

@@ -14,7 +14,7 @@ package ninep
 //	Tsetattrget   (as Tsetattr)
 //	Rsetattrget   (as Rgetattr)
 //	Tcreateget    newfid[4] nodefid[4] (then as Tlcreate)
-//	Rcreateget    qid[13] iounit[4] attr            (Rlcreate, then Rgetattr's body)
+//	Rcreateget    qid[13] iounit[4] attr dirattr    (Rlcreate, then two Rgetattr bodies)
 //
 // An Rreaddirplus entry is an Rreaddir entry followed by the body of an
 // Rgetattr for it; valid 0 says the server could not stat it (it went
@@ -29,7 +29,7 @@ package ninep
 // attributes after it. Tcreateget is Tlcreate made on newfid, a clone of
 // fid (a directory's), which is left as it was; newfid stands on the new
 // file, open, nodefid (unless NoFid) on the new file too, not open, and
-// the reply has its attributes.
+// the reply has its attributes and then the directory's.
 
 // MaxClunkMany is the most fids one Tclunkmany may carry.
 const MaxClunkMany = 1024
@@ -154,20 +154,23 @@ func (m *Tcreateget) decode(d *decoder) {
 	m.Tlcreate.decode(d)
 }
 
-// Rcreateget is the open of the new file and its attributes.
+// Rcreateget is the open of the new file, its attributes and the
+// directory's after the create.
 type Rcreateget struct {
 	Rlopen
-	Attr Rgetattr
+	Attr, DirAttr Rgetattr
 }
 
 func (*Rcreateget) msgType() uint8 { return msgRcreateget }
 func (m *Rcreateget) encode(e *encoder) {
 	m.Rlopen.encode(e)
 	m.Attr.encode(e)
+	m.DirAttr.encode(e)
 }
 func (m *Rcreateget) decode(d *decoder) {
 	m.Rlopen.decode(d)
 	m.Attr.decode(d)
+	m.DirAttr.decode(d)
 }
 
 // DirentPlus is one entry of an Rreaddirplus: the entry and its
