@@ -5,7 +5,6 @@ import (
 	"runtime"
 	"slices"
 	"syscall"
-	"time"
 
 	"github.com/gsvfs/gsvfs/vfs"
 )
@@ -13,64 +12,18 @@ import (
 // What a client knows of the files it makes, so that making many (`tar
 // x`, a build's output) costs a round trip each where it can. With the
 // extensions a create is one Tcreateget, which brings the new file's
-// attributes and leaves the directory's fid as it was; the new file's
-// node is walked only if something needs a fid of its own (as a node
-// made from a listing is). A directory this client made is known empty
-// until a change in it is noticed, so the misses of what is made in it
-// next cost nothing. And a name just made answers the lookup that
-// follows it (an edge that sends only what 9P carries, the QID, looks the
-// file up again at once: a `gsvfs mount` of a gateway) from what the
-// make brought, as a listed name does (cwalk.go).
+// attributes, its directory's, and a fid of the new file's own, and
+// leaves the directory's fid as it was. A directory's names are held
+// (from a whole listing; empty for a directory this client made) and
+// kept true across this client's own makes and removals, so the lookup
+// a kernel makes before each create misses without a round trip; the
+// notices of those changes, which the server sends back, agree with
+// what is held and drop nothing (ccache.go, apply).
 
-// recentMade bounds the names a directory keeps of what was just made in
-// it, for the lookups that follow.
-const recentMade = 16
-
-// madeKid is a file just made in a directory: its QID and attributes.
-type madeKid struct {
-	qid QID
-	a   vfs.Attr
-	at  time.Time
-}
-
-// noteMade keeps what was made as name, for the next lookup of name.
-func (n *node) noteMade(name string, q QID, a vfs.Attr) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.recent == nil {
-		n.recent = map[string]madeKid{}
-	}
-	if len(n.recent) >= recentMade {
-		clear(n.recent) // the next lookups walk: no harm
-	}
-	n.recent[name] = madeKid{q, a, time.Now()}
-}
-
-// fromMade is a node of name if it was just made here, once: a node of
-// its own, as the one the make returned is its caller's to forget, and
-// walked by name when first used.
-func (n *node) fromMade(name string) (*node, vfs.Attr, bool) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	m, ok := n.recent[name]
-	if !ok || n.forgotten {
-		return nil, vfs.Attr{}, false
-	}
-	delete(n.recent, name)
-	if time.Since(m.at) > listedFresh {
-		return nil, vfs.Attr{}, false
-	}
-	return n.lazyKidLocked(name, m.qid, m.a.Gen), m.a, true
-}
-
-// changed forgets what is held of name in n, which this client just
-// changed (made, removed, renamed): the cache's entries and a file just
-// made under the name.
+// changed forgets what the cache holds of name in n, which this client
+// just changed (made, removed, renamed).
 func (n *node) changed(name string) {
 	n.c.cache.dropEntry(n.qid.Path, name)
-	n.mu.Lock()
-	delete(n.recent, name)
-	n.mu.Unlock()
 }
 
 // changing is changed for a change this client is about to make to
@@ -128,9 +81,6 @@ func (n *node) known(name string) (kid *node, a vfs.Attr, found bool, err error)
 	if _, ok := n.c.cache.get(cacheKey{cMiss, n.qid.Path, name}); ok || n.listedMiss(name) {
 		return nil, vfs.Attr{}, true, vfs.Error("lookup", name, syscall.ENOENT)
 	}
-	if kid, a, ok := n.fromMade(name); ok {
-		return kid, a, true, nil
-	}
 	if kid, a := n.fromListing(name); kid != nil {
 		return kid, a, true, nil
 	}
@@ -159,13 +109,11 @@ func (n *node) createGet(ctx context.Context, name string, flags int, mode uint3
 	}
 	h := n.c.newHandle(fid, r.QID, flags)
 	kid := n.c.newNode(nodeFid, r.QID, n.uid)
-	a, err := n.ownMade(ctx, nodeFid, &r.Attr, r.QID)
-	if err != nil {
+	if _, err := n.ownMade(ctx, nodeFid, &r.Attr, r.QID); err != nil {
 		h.Close()
 		return nil, nil, err
 	}
 	n.c.cache.walked(n.qid.Path, name, r.QID.Path)
-	n.noteMade(name, r.QID, a)
 	return kid, h, nil
 }
 
@@ -211,6 +159,5 @@ func (n *node) mkdirGet(ctx context.Context, name string, gen uint64) (vfs.Node,
 	}
 	n.c.cache.walked(n.qid.Path, name, a.Ino)
 	n.c.cache.putBrief(cacheKey{cList, a.Ino, ""}, []vfs.DirEntry{}, 1)
-	n.noteMade(name, q, a)
 	return kid, nil
 }

@@ -41,7 +41,6 @@ type ext struct {
 	pins      int
 	forgotten bool
 	listed    *listedBatch
-	recent    map[string]madeKid // files just made here, by name (cmake.go)
 }
 
 // listedBatch is the last batch of attributes an open listing of a
