@@ -84,6 +84,21 @@ func listAll(t *testing.T, h vfs.Handle) []vfs.DirEntry {
 	}
 }
 
+// listDir looks name up in parent and lists it whole.
+func listDir(t *testing.T, parent vfs.Node, name string) (vfs.Node, []vfs.DirEntry) {
+	t.Helper()
+	d, _, err := vfs.LookupAttr(context.Background(), parent, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := d.Open(context.Background(), os.O_RDONLY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	return d, listAll(t, h)
+}
+
 // openList opens dir, lists it whole and looks name up in it.
 func openList(t *testing.T, dir vfs.Node, name string) vfs.Node {
 	t.Helper()
@@ -140,10 +155,7 @@ func TestOpenAndListInOneRoundTripEach(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var h vfs.Handle
-	if got := costOf(c, func() { h, err = d.Open(ctx, os.O_RDONLY) }); err != nil || got != 1 {
-		t.Fatalf("opening a directory: %d requests, %v; want 1", got, err)
-	}
+	h := openInOne(t, c, d, "a directory")
 	var ents []vfs.DirEntry
 	if got := costOf(c, func() { ents = listAll(t, h) }); got != 1 || len(ents) != 3 {
 		t.Errorf("listing 3 names to the end: %d requests, %d entries; want 1 and 3", got, len(ents))
@@ -153,13 +165,18 @@ func TestOpenAndListInOneRoundTripEach(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var fh vfs.Handle
-	if got := costOf(c, func() { fh, err = a.Open(ctx, os.O_RDONLY) }); err != nil || got != 1 {
-		t.Errorf("opening a listed file: %d requests, %v; want 1", got, err)
+	openInOne(t, c, a, "a listed file").Close()
+}
+
+// openInOne opens n for reading and checks it cost one request.
+func openInOne(t *testing.T, c *Client, n vfs.Node, what string) vfs.Handle {
+	t.Helper()
+	var h vfs.Handle
+	var err error
+	if got := costOf(c, func() { h, err = n.Open(context.Background(), os.O_RDONLY) }); err != nil || got != 1 {
+		t.Fatalf("opening %s: %d requests, %v; want 1", what, got, err)
 	}
-	if fh != nil {
-		fh.Close()
-	}
+	return h
 }
 
 // A create is one round trip, and what follows it on the new file (its
@@ -354,20 +371,10 @@ func TestStatOfRemovedOpenFile(t *testing.T) {
 // client's fids held; the connection holds it while it watches.)
 func TestLetGoDirStaysWatched(t *testing.T) {
 	_, root, dir := extDisk(t, func(dir string) { mustWrite(t, filepath.Join(dir, "d", "a"), "a") })
-	ctx := context.Background()
 	list := func() int {
-		d, _, err := vfs.LookupAttr(ctx, root, "d")
-		if err != nil {
-			t.Fatal(err)
-		}
-		h, err := d.Open(ctx, os.O_RDONLY)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := len(listAll(t, h))
-		h.Close()
+		d, ents := listDir(t, root, "d")
 		d.(vfs.Forgetter).Forget()
-		return n
+		return len(ents)
 	}
 	if n := list(); n != 1 {
 		t.Fatalf("listed %d names, want 1", n)
@@ -437,16 +444,7 @@ func TestOwnChangesKeepWhatIsHeld(t *testing.T) {
 func TestOutsideChangesStillDrop(t *testing.T) {
 	c, root, dir := extDisk(t, func(dir string) { mustWrite(t, filepath.Join(dir, "d", "a"), "a") })
 	ctx := context.Background()
-	d, _, err := vfs.LookupAttr(ctx, root, "d")
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := d.Open(ctx, os.O_RDONLY)
-	if err != nil {
-		t.Fatal(err)
-	}
-	listAll(t, h)
-	h.Close()
+	d, _ := listDir(t, root, "d")
 	a, _, err := vfs.LookupAttr(ctx, d, "a")
 	if err != nil {
 		t.Fatal(err)
