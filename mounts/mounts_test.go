@@ -5,6 +5,7 @@ import (
 	"slices"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gsvfs/gsvfs/vfs"
 	"github.com/gsvfs/gsvfs/vfs/diskfs"
@@ -233,5 +234,44 @@ func TestResumeAcrossMountEntries(t *testing.T) {
 		if len(rest) > 0 && !slices.Equal(got, want[:len(got)]) || len(want) > 0 && len(rest) == 0 {
 			t.Errorf("resume after %s: got %v, want a prefix of %v", e.Name, got, want)
 		}
+	}
+}
+
+// The table's own directories (those only mount points make) are watched
+// while someone watches the table: their entries change only with the
+// table, which reports it.
+func TestVirtualDirsWatchedWhileWatching(t *testing.T) {
+	tab := New()
+	if err := tab.Mount("/mnt/a", disk(t)); err != nil {
+		t.Fatal(err)
+	}
+	mnt := walk(t, tab.Root(), "mnt")
+	watched := func() bool {
+		a, err := mnt.Attr(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a.Watched
+	}
+	if watched() {
+		t.Error("/mnt watched while nobody watches the table")
+	}
+	got := make(chan []vfs.Change, 8)
+	stop := tab.Root().(vfs.Watcher).Watch(func(cs []vfs.Change) { got <- cs })
+	defer stop()
+	if !watched() {
+		t.Error("/mnt not watched while the table is")
+	}
+	if err := tab.Mount("/mnt/b", disk(t)); err != nil {
+		t.Fatal(err)
+	}
+	mntAttr, _ := mnt.Attr(ctx)
+	select {
+	case cs := <-got:
+		if len(cs) != 1 || cs[0].Dir != mntAttr.Ino || cs[0].Name != "b" || cs[0].Attr.Ino == 0 {
+			t.Errorf("a mount under /mnt reported %+v, want the entry b of /mnt", cs)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("a mount under /mnt was not reported")
 	}
 }

@@ -41,7 +41,10 @@ func (n *node) Attr(ctx context.Context) (_ vfs.Attr, err error) {
 	if n.virtual() {
 		ino := n.t.virtualIno(n.path)
 		c := n.t.created
-		return vfs.Attr{Ino: ino, Mode: syscall.S_IFDIR | 0o555, Nlink: 2, Atime: c, Mtime: c, Ctime: c}, nil
+		// Its entries change only with the table, which says so to
+		// whoever watches it (remounted).
+		return vfs.Attr{Ino: ino, Mode: syscall.S_IFDIR | 0o555, Nlink: 2, Atime: c, Mtime: c, Ctime: c,
+			Watched: n.t.watch.feed.Active()}, nil
 	}
 	a, err := n.inner.Attr(ctx)
 	if err != nil {
