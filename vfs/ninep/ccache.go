@@ -50,6 +50,7 @@ const (
 	cXnames                  // []string of ino's xattr names
 	cEntry                   // uint64: the file name in directory ino led to
 	cNames                   // map[string]struct{}: every name in directory ino
+	cStatFS                  // vfs.StatFS of the filesystem ino is on, briefly
 )
 
 type cacheKey struct {

@@ -597,8 +597,15 @@ func (n *node) Mknod(ctx context.Context, name string, mode uint32, rdev uint64)
 	return n.made(ctx, name)
 }
 
+// StatFS is held for CacheTTL: free space changes with every write, and
+// no notice tells of it, but `find` and `df` asking again within a
+// second need not cost a round trip each.
 func (n *node) StatFS(ctx context.Context) (vfs.StatFS, error) {
 	defer runtime.KeepAlive(n) // see newNode
+	k := cacheKey{cStatFS, n.qid.Path, ""}
+	if v, ok := n.c.cache.get(k); ok {
+		return v.(vfs.StatFS), nil
+	}
 	if err := n.ready(ctx); err != nil {
 		return vfs.StatFS{}, asErr("statfs", err)
 	}
@@ -606,8 +613,10 @@ func (n *node) StatFS(ctx context.Context) (vfs.StatFS, error) {
 	if err != nil {
 		return vfs.StatFS{}, asErr("statfs", err)
 	}
-	return vfs.StatFS{Bsize: r.Bsize, Frsize: r.Bsize, Blocks: r.Blocks, Bfree: r.Bfree,
-		Bavail: r.Bavail, Files: r.Files, Ffree: r.Ffree, NameLen: r.Namelen}, nil
+	st := vfs.StatFS{Bsize: r.Bsize, Frsize: r.Bsize, Blocks: r.Blocks, Bfree: r.Bfree,
+		Bavail: r.Bavail, Files: r.Files, Ffree: r.Ffree, NameLen: r.Namelen}
+	n.c.cache.putBrief(k, st, 1)
+	return st, nil
 }
 
 // GetXattr answers from the cache when it can, misses included: a name

@@ -1,6 +1,7 @@
 package ninep
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -74,8 +75,11 @@ func (c *Client) pollNotices(fid uint32) {
 		c.notices.feed.Send([]vfs.Change{{Lost: true}})
 	}()
 	asked := time.Now()
+	var losses lossGuard
 	for {
-		c.noticed(r.Changes)
+		if losses.take(c, r.Changes) {
+			c.noticed(r.Changes)
+		}
 		if !c.pace(asked) {
 			return
 		}
@@ -105,6 +109,45 @@ func (c *Client) pace(since time.Time) bool {
 	case <-c.dead:
 		return false
 	}
+}
+
+// lostQuiet is how long a server must go without losing changes before
+// its notices are trusted again after it lost them twice within it.
+const lostQuiet = time.Second
+
+// lossGuard keeps a server that keeps losing changes (overloaded, or a
+// rogue peer answering every Twatch with Lost) from making the client
+// drop every cache, and the kernel's with them, at each batch. A second
+// Lost within lostQuiet of the first turns the notices off instead:
+// everything is dropped once, and until lostQuiet passes without a Lost
+// what the server says is held for CacheTTL only, as from a plain peer.
+type lossGuard struct {
+	last     time.Time // the last Lost
+	distrust bool      // the notices are off for losing changes
+}
+
+// take says whether batch cs is to be applied and handed on as usual.
+func (g *lossGuard) take(c *Client, cs []vfs.Change) bool {
+	lost := slices.ContainsFunc(cs, func(ch vfs.Change) bool { return ch.Lost })
+	now := time.Now()
+	switch {
+	case lost && now.Sub(g.last) < lostQuiet:
+		g.last = now
+		if !g.distrust {
+			g.distrust = true
+			c.notices.on.Store(false)
+			c.cache.notify(false)
+			c.notices.feed.Send([]vfs.Change{{Lost: true}})
+		}
+		return false
+	case lost:
+		g.last = now
+	case g.distrust && now.Sub(g.last) >= lostQuiet:
+		g.distrust = false
+		c.cache.notify(true)
+		c.notices.on.Store(true)
+	}
+	return true
 }
 
 // noticed applies a batch to the cache, then hands it on.

@@ -172,3 +172,40 @@ func TestHeldDirsBounded(t *testing.T) {
 		t.Errorf("past the bound: %d held, 1 kept %v; want 3 held, the most recently walked kept", w.held.lru.Len(), kept)
 	}
 }
+
+// A peer that answers every Twatch with Lost makes the client drop its
+// caches (and tell its watchers, a kernel's mount) twice, not at every
+// batch: it stops trusting the notices until a second passes without a
+// Lost, then trusts them again.
+func TestRepeatedLossesDistrusted(t *testing.T) {
+	var losing atomic.Bool
+	losing.Store(true)
+	var batches atomic.Int64
+	answer := func(*Twatch) Message {
+		batches.Add(1)
+		if losing.Load() {
+			return &Rwatch{Changes: []vfs.Change{{Lost: true}}}
+		}
+		time.Sleep(10 * time.Millisecond) // a quiet server, with a change now and then
+		return &Rwatch{Changes: []vfs.Change{{Attr: vfs.Attr{Ino: 7, Mode: syscall.S_IFREG}}}}
+	}
+	c, root := dial(t, (&rogue{watch: answer}).serve(t), "")
+	var lost atomic.Int64
+	stop := root.(vfs.Watcher).Watch(func(cs []vfs.Change) {
+		for _, ch := range cs {
+			if ch.Lost {
+				lost.Add(1)
+			}
+		}
+	})
+	defer stop()
+	waitUntil(t, "100 losses", func() bool { return batches.Load() >= 100 })
+	if n := lost.Load(); n > 2 {
+		t.Errorf("100 Lost batches made the client drop everything %d times, want at most 2", n)
+	}
+	if c.Notices().On {
+		t.Error("the notices are still trusted while the server keeps losing changes")
+	}
+	losing.Store(false)
+	waitUntil(t, "the notices trusted again after a quiet second", func() bool { return c.Notices().On })
+}
