@@ -403,9 +403,13 @@ func (c *cache) names(dir uint64) (map[string]struct{}, bool) {
 }
 
 // putNames holds names as every name in directory dir (a whole listing,
-// or a directory this client made), fetched in generation gen.
+// or a directory this client made), fetched in generation gen, if the
+// server watches dir: a generated directory (a /proc session's, made by
+// a mkdir) is neither empty when made nor told of when its names change.
 func (c *cache) putNames(dir uint64, names map[string]struct{}, watched bool, gen uint64) {
-	c.put(cacheKey{cNames, dir, ""}, names, 1+len(names)/8, watched, gen)
+	if watched {
+		c.put(cacheKey{cNames, dir, ""}, names, 1+len(names)/8, watched, gen)
+	}
 }
 
 // named keeps a held set of dir's names true across this client's own

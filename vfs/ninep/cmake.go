@@ -54,6 +54,16 @@ func (n *node) listedMiss(name string) bool {
 	return ok && !slices.ContainsFunc(v.([]vfs.DirEntry), func(e vfs.DirEntry) bool { return e.Name == name })
 }
 
+// lacks reports whether n's names are held and name is not among them.
+func (n *node) lacks(name string) bool {
+	names, ok := n.c.cache.names(n.qid.Path)
+	if !ok {
+		return false
+	}
+	_, has := names[name]
+	return !has
+}
+
 // madeName is changed for a name this client made (err nil) or tried
 // to make.
 func (n *node) madeName(name string, err error) {
@@ -142,9 +152,9 @@ func (n *node) ownMade(ctx context.Context, fid uint32, r *Rgetattr, q QID) (vfs
 
 // mkdirGet is the walk after a Tmkdir, with the extensions: one
 // Twalkgetattr, whose attributes are held briefly (as an answer to a
-// change of this client's), and the new directory known empty: its
-// names held from gen, the generation the mkdir was answered in, as
-// long as notices allow.
+// change of this client's), and the new directory known empty if the
+// server watches it (a stored one): its names held from gen, the
+// generation the mkdir was answered in, as long as notices allow.
 func (n *node) mkdirGet(ctx context.Context, name string, gen uint64) (vfs.Node, error) {
 	fid, r, err := n.walkAttrFid(ctx, name)
 	if err != nil {
@@ -158,6 +168,5 @@ func (n *node) mkdirGet(ctx context.Context, name string, gen uint64) (vfs.Node,
 		return nil, err
 	}
 	n.c.cache.walked(n.qid.Path, name, a.Ino)
-	n.c.cache.putBrief(cacheKey{cList, a.Ino, ""}, []vfs.DirEntry{}, 1)
 	return kid, nil
 }

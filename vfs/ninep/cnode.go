@@ -502,15 +502,21 @@ func (n *node) Rename(ctx context.Context, oldName string, newDir vfs.Node, newN
 	// Both entries, both directories, the file moved and the one it
 	// replaces (its link count).
 	afterOld, afterNew := n.changing(oldName), to.changing(newName)
+	// Onto a name not there, the old name goes; onto one there, it may be
+	// another link of the same file, and then both stay (rename(2)).
+	fresh := to.lacks(newName)
 	_, err := do[*Rrenameat](ctx, n.c, &Trenameat{OldDfid: n.fid, OldName: oldName, NewDfid: to.fid, NewName: newName})
 	if errors.Is(err, syscall.EOPNOTSUPP) {
 		err = n.renameByFid(ctx, oldName, to, newName) // diod has no Trenameat
 	}
 	afterOld()
 	afterNew()
-	if err == nil {
+	switch {
+	case err == nil && fresh:
 		n.named(oldName, false, nil)
 		to.named(newName, true, nil)
+	case err == nil:
+		n.c.cache.drop(cacheKey{cNames, n.qid.Path, ""}, cacheKey{cNames, to.qid.Path, ""})
 	}
 	return asErr("rename", err)
 }
