@@ -58,7 +58,7 @@ func TestPs(t *testing.T) {
 			}
 
 			var list []map[string]any
-			out := psRun(t, append([]string{"ps", "--json"}, where...)...)
+			out := psRunIn(t, d.Path("workspaces"), append([]string{"ps", "--json"}, where...)...)
 			if err := json.Unmarshal([]byte(out), &list); err != nil || strings.Count(out, "\n") != 1 {
 				t.Fatalf("gsvfs ps --json: not one line of a JSON array (%v): %q", err, out)
 			}
