@@ -369,10 +369,8 @@ func (c *cache) noticeEntry(dir uint64, name string, now vfs.Attr) {
 			c.dropFile(ino)
 		}
 	}
-	if names, ok := c.names(dir); ok {
-		if _, has := names[name]; has != (now.Ino != 0) {
-			c.drop(cacheKey{cNames, dir, ""})
-		}
+	if has, held := c.nameHeld(dir, name); held && has != (now.Ino != 0) {
+		c.drop(cacheKey{cNames, dir, ""})
 	}
 	c.dropFile(dir)
 	c.drop(cacheKey{cMiss, dir, name})
@@ -393,13 +391,15 @@ func (c *cache) holdsAsIs(a vfs.Attr) bool {
 		h.Mtime.Equal(a.Mtime) && h.Ctime.Equal(a.Ctime)
 }
 
-// names is the set of every name in directory dir, if held.
-func (c *cache) names(dir uint64) (map[string]struct{}, bool) {
+// nameHeld reports whether every name of directory dir is held, and
+// whether name is among them.
+func (c *cache) nameHeld(dir uint64, name string) (has, held bool) {
 	v, ok := c.get(cacheKey{cNames, dir, ""})
 	if !ok {
-		return nil, false
+		return false, false
 	}
-	return v.(map[string]struct{}), true
+	_, has = v.(map[string]struct{})[name]
+	return has, true
 }
 
 // putNames holds names as every name in directory dir (a whole listing,
@@ -414,7 +414,7 @@ func (c *cache) putNames(dir uint64, names map[string]struct{}, watched bool, ge
 
 // named keeps a held set of dir's names true across this client's own
 // change: name is in dir now (made) or is not. The set is copied, as
-// callers of names read theirs unlocked.
+// readers look in theirs unlocked.
 func (c *cache) named(dir uint64, name string, made bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

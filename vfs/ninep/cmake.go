@@ -46,8 +46,7 @@ func (n *node) changing(name string) (after func()) {
 // (names, or a whole listing) and name is not among them: as good a miss
 // as one held by name.
 func (n *node) listedMiss(name string) bool {
-	if names, ok := n.c.cache.names(n.qid.Path); ok {
-		_, has := names[name]
+	if has, held := n.c.cache.nameHeld(n.qid.Path, name); held {
 		return !has
 	}
 	v, ok := n.c.cache.get(cacheKey{cList, n.qid.Path, ""})
@@ -56,12 +55,8 @@ func (n *node) listedMiss(name string) bool {
 
 // lacks reports whether n's names are held and name is not among them.
 func (n *node) lacks(name string) bool {
-	names, ok := n.c.cache.names(n.qid.Path)
-	if !ok {
-		return false
-	}
-	_, has := names[name]
-	return !has
+	has, held := n.c.cache.nameHeld(n.qid.Path, name)
+	return held && !has
 }
 
 // madeName is changed for a name this client made (err nil) or tried

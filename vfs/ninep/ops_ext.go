@@ -99,11 +99,8 @@ func (c *conn) walkgetattr(ctx context.Context, m *Twalkgetattr) (Message, error
 // walkopen walks to a new fid and opens it, and makes nodefid on the
 // same file if asked; a failure leaves no new fid.
 func (c *conn) walkopen(ctx context.Context, m *Twalkopen) (Message, error) {
-	if m.NewFid == m.Fid || m.NodeFid == m.Fid || m.NodeFid == m.NewFid {
-		return nil, vfs.Error("walkopen", "", syscall.EINVAL)
-	}
-	if m.NodeFid != NoFid && c.hasFid(m.NodeFid) {
-		return nil, vfs.Error("walkopen", "", syscall.EBADF)
+	if err := c.newFids("walkopen", "", m.Fid, m.NewFid, m.NodeFid); err != nil {
+		return nil, err
 	}
 	w, err := c.walkAttr(ctx, &m.Twalk)
 	if err != nil {
@@ -121,6 +118,19 @@ func (c *conn) walkopen(ctx context.Context, m *Twalkopen) (Message, error) {
 		return nil, err
 	}
 	return &Rwalkopen{*r.(*Rlopen)}, nil
+}
+
+// newFids checks the fids a request that makes two (newFid, and nodeFid
+// unless NoFid) from fid names: three different ones, nodeFid unused (a
+// walk checks newFid as it makes it).
+func (c *conn) newFids(op, name string, fid, newFid, nodeFid uint32) error {
+	if newFid == fid || nodeFid == fid || nodeFid == newFid {
+		return vfs.Error(op, name, syscall.EINVAL)
+	}
+	if nodeFid != NoFid && c.hasFid(nodeFid) {
+		return vfs.Error(op, name, syscall.EBADF)
+	}
+	return nil
 }
 
 // sameFid makes fid to (unless NoFid) stand where fid from does, not
@@ -155,11 +165,8 @@ func (c *conn) setattrget(ctx context.Context, m *Tsetattrget) (Message, error) 
 // for next); a failed create leaves neither new fid. A nodefid already in use fails the
 // request before anything is made.
 func (c *conn) createget(ctx context.Context, m *Tcreateget) (Message, error) {
-	if m.NewFid == m.Fid || m.NodeFid == m.Fid || m.NodeFid == m.NewFid {
-		return nil, vfs.Error("create", m.Name, syscall.EINVAL)
-	}
-	if m.NodeFid != NoFid && c.hasFid(m.NodeFid) {
-		return nil, vfs.Error("create", m.Name, syscall.EBADF)
+	if err := c.newFids("create", m.Name, m.Fid, m.NewFid, m.NodeFid); err != nil {
+		return nil, err
 	}
 	if _, err := c.walkAttr(ctx, &Twalk{Fid: m.Fid, NewFid: m.NewFid}); err != nil {
 		return nil, err
