@@ -1188,6 +1188,42 @@ func TestSemXattrs(t *testing.T) {
 	}
 }
 
+// TestSemSelinuxLabelUnsupported: a file without an SELinux label answers
+// its getxattr with EOPNOTSUPP, as a filesystem without labels does, so
+// that ls stops asking for every file it lists; a label a file has on the
+// disk still reads through the mount, and ls -l lists as before. Needs a
+// host without SELinux (with it, the kernel answers labels itself).
+func TestSemSelinuxLabelUnsupported(t *testing.T) {
+	if lsm, _ := os.ReadFile("/sys/kernel/security/lsm"); strings.Contains(string(lsm), "selinux") {
+		t.Skip("SKIPPED: this host runs SELinux, whose kernel answers labels without asking the mount")
+	}
+	d := startMount(t)
+	dir := smWorkdir(t, d)
+	plain := filepath.Join(dir, "plain")
+	labelled := filepath.Join(dir, "labelled")
+	smMust(t, "create", os.WriteFile(plain, []byte("x"), 0o644))
+	smMust(t, "create", os.WriteFile(labelled, []byte("x"), 0o644))
+	label := []byte("system_u:object_r:gsvfs_t:s0\x00")
+	if err := unix.Lsetxattr(smHost(t, d, labelled), selinuxName, label, 0); err != nil {
+		t.Skipf("SKIPPED: cannot label a file on the host (SELinux enforcing, or no security xattrs here): %v", err)
+	}
+	buf := make([]byte, 256)
+	_, err := unix.Lgetxattr(plain, selinuxName, buf)
+	smWantErrno(t, "getxattr of a label a file lacks", err, syscall.EOPNOTSUPP)
+	n, err := unix.Lgetxattr(labelled, selinuxName, buf)
+	if err != nil || !bytes.Equal(buf[:max(n, 0)], label) {
+		t.Errorf("getxattr of a file's label: got %q, %v, want %q", buf[:max(n, 0)], err, label)
+	}
+	_, err = unix.Lgetxattr(plain, "user.never", buf)
+	smWantErrno(t, "getxattr of another missing name", err, syscall.ENODATA)
+	out, err := exec.Command("ls", "-l", dir).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "plain") || !strings.Contains(string(out), "labelled") {
+		t.Errorf("ls -l: %v\n%s", err, out)
+	}
+}
+
+const selinuxName = "security.selinux"
+
 // TestSemLongPath builds a tree deeper than PATH_MAX (4096 bytes) through
 // the mount, one *at call at a time, and writes and reads a file at the
 // bottom.
