@@ -49,6 +49,9 @@
 #   BENCH_CAP=300           seconds one command may take
 #   BENCH_QUICK=1           smoke run: delays 0 and 1, 1 run, trees of 200
 #                           and 1,000 files, cap 60 s (explicit settings win)
+#   BENCH_ONLY="cold warm data"  the groups of workloads to run: the first
+#                           ls -lR (cold), the warm walks (warm), tar x,
+#                           read, write and coherence (data)
 #   BENCH_OUT=FILE          also write the table as markdown to FILE
 #   BENCH_TMP=/tmp          where the work directory is made
 #   BENCH_KEEP=1            keep the work directory (mounts are undone anyway)
@@ -393,6 +396,23 @@ coherence() {
 	rm -f "$on/$f"
 }
 
+ONLY=${BENCH_ONLY:-cold warm data}
+for g in $ONLY; do
+	[[ $g == cold || $g == warm || $g == data ]] || { log "BENCH_ONLY: '$g' is not cold, warm or data"; exit 2; }
+done
+
+# wanted GROUP: whether BENCH_ONLY runs the group.
+wanted() { [[ " $ONLY " == *" $1 "* ]]; }
+
+# group_of WORKLOAD: the BENCH_ONLY group a workload belongs to.
+group_of() {
+	case $1 in
+	lsr_cold) echo cold ;;
+	lsr_* | find_* | git_*) echo warm ;;
+	*) echo data ;;
+	esac
+}
+
 # one_delay DELAY: every workload at one added delay.
 one_delay() {
 	local d=$1 r t large=0 w
@@ -405,11 +425,13 @@ one_delay() {
 	for ((r = 1; r <= RUNS; r++)); do
 		log "run $r/$RUNS at $d ms"
 		for t in $(order "$r"); do
+			wanted cold || break
 			log "${WLABEL[lsr_cold]} — $t"
 			fresh "$t"
 			timed "lsr_cold@$d" "$t" ls -lR small
 		done
 		for w in small large; do
+			wanted warm || break
 			[[ $w == large && $large == 0 ]] && continue
 			for t in $(order "$r"); do
 				log "warm $w tree — $t"
@@ -419,6 +441,7 @@ one_delay() {
 			done
 		done
 		for t in $(order "$r"); do
+			wanted data || break
 			log "tar x, read, write, coherence — $t"
 			timed "tarx@$d" "$t" bash -c "mkdir tar.$r && tar -xf '$work/net.tar' -C tar.$r"
 			rm -rf "$data/$t/tar.$r"
@@ -526,6 +549,7 @@ shortfalls=()
 		for w in "${WORKLOADS[@]}"; do
 			k="$w@$d"
 			[[ $w == *_large && " $LARGE_DELAYS " != *" $d "* ]] && continue
+			wanted "$(group_of "$w")" || continue
 			n=$(cell "$k" native) g=$(cell "$k" gsvfs) s=$(cell "$k" sshfs)
 			if [[ $w == read || $w == write ]]; then
 				n=$(with_mbps "$n" "$(secs "$k" native)")

@@ -414,6 +414,9 @@ func (g *Gateway) useLink(tc *tls.Conn, h hello, fp, peer string) {
 	// vanishes without a FIN shows offline in under two seconds.
 	client, err := ninep.NewClient(ctx, tc, ninep.ClientOptions{
 		Idle: linkIdle, Limits: ninep.ClientLimits{FlushWait: linkFlushWait, CallWait: linkCallWait},
+		// Writes through this daemon's own mount go behind; those its 9P
+		// clients send wait for the device (ninep's cwrite.go says why).
+		WriteBehind: ninep.DefaultWriteBehind,
 		OverBound: func(e *ninep.LimitError) {
 			g.log.Warn("device listing cut short: it went past the bound of one listing (logged once a link)", "device", h.Device, "bound", e.What)
 		},

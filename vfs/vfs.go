@@ -198,6 +198,23 @@ type Flusher interface {
 	Flush(ctx context.Context) error
 }
 
+type flushesKey struct{}
+
+// WithFlushAtClose marks a write's context: its caller calls Flush when
+// the descriptor is closed and reports what it returns (the FUSE edge), so
+// a handle may acknowledge the write before it has landed and report a
+// failure then. An edge that cannot report one later (a 9P server: its
+// clients' close sends nothing) leaves writes unmarked.
+func WithFlushAtClose(ctx context.Context) context.Context {
+	return context.WithValue(ctx, flushesKey{}, true)
+}
+
+// FlushesAtClose says whether ctx was marked by WithFlushAtClose.
+func FlushesAtClose(ctx context.Context) bool {
+	marked, _ := ctx.Value(flushesKey{}).(bool)
+	return marked
+}
+
 // Syncer is a handle whose data can be flushed to stable storage.
 type Syncer interface {
 	Sync(ctx context.Context) error

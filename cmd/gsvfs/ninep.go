@@ -47,11 +47,14 @@ func startNinep(t *tree, addrs []ninep.Address) (*ninep.Server, []string, error)
 
 // dialTree connects to a gsvfs server and attaches to its whole tree as
 // the user running this command.
-func dialTree(a ninep.Address) (*ninep.Client, vfs.Node, error) { return dialTreeChecked(a, nil) }
+func dialTree(a ninep.Address) (*ninep.Client, vfs.Node, error) {
+	return dialTreeChecked(a, nil, ninep.ClientOptions{})
+}
 
-// dialTreeChecked is dialTree that first runs check, if set, on the
-// connection: an error from it ends the dial before any 9P is spoken.
-func dialTreeChecked(a ninep.Address, check func(net.Conn) error) (*ninep.Client, vfs.Node, error) {
+// dialTreeChecked is dialTree with the client's options that first runs
+// check, if set, on the connection: an error from it ends the dial before
+// any 9P is spoken.
+func dialTreeChecked(a ninep.Address, check func(net.Conn) error, opts ninep.ClientOptions) (*ninep.Client, vfs.Node, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var d net.Dialer
@@ -64,7 +67,7 @@ func dialTreeChecked(a ninep.Address, check func(net.Conn) error) (*ninep.Client
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect to %s: %w", a, err)
 	}
-	c, err := ninep.NewClient(ctx, nc, ninep.ClientOptions{})
+	c, err := ninep.NewClient(ctx, nc, opts)
 	if err != nil {
 		nc.Close()
 		return nil, nil, fmt.Errorf("connect to %s: %w", a, err)

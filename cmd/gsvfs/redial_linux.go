@@ -38,6 +38,11 @@ type redialer struct {
 	link   *relink.Link // nil while the server is away
 }
 
+// mountClient is how a mount's client speaks to its server: writes go
+// behind (ninep.DefaultWriteBehind), since the mount's flush at close(2)
+// waits for them and reports their errors.
+var mountClient = ninep.ClientOptions{WriteBehind: ninep.DefaultWriteBehind}
+
 // redialTree dials a, which must answer now, and returns the tree that
 // follows it across reconnections, and how to end it.
 func redialTree(a ninep.Address) (vfs.Node, func(), error) {
@@ -45,7 +50,7 @@ func redialTree(a ninep.Address) (vfs.Node, func(), error) {
 	c, root, err := dialTreeChecked(a, func(nc net.Conn) (err error) {
 		r.uid, err = serverUid(nc)
 		return err
-	})
+	}, mountClient)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -90,7 +95,7 @@ func (r *redialer) redial() *ninep.Client {
 		if r.ctx.Err() != nil {
 			return nil
 		}
-		c, root, err := dialTreeChecked(r.a, r.sameServer)
+		c, root, err := dialTreeChecked(r.a, r.sameServer, mountClient)
 		if err == nil {
 			r.set(c, &relink.Link{Root: root})
 			slog.Info("the 9P server is back", "server", r.a.String())

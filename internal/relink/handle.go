@@ -32,8 +32,14 @@ func (n *node) handle(in vfs.Node, link *Link, h vfs.Handle, flags int) vfs.Hand
 	if _, ok := h.(vfs.DirReader); ok {
 		return &rdirHandle{rh}
 	}
-	if n.t.o.Locks {
+	_, flushes := h.(vfs.Flusher)
+	switch {
+	case n.t.o.Locks && flushes:
+		return flushingLockingHandle{lockingHandle{rh}}
+	case n.t.o.Locks:
 		return lockingHandle{rh}
+	case flushes:
+		return flushingHandle{rh}
 	}
 	return rh
 }
@@ -49,6 +55,11 @@ func (h *rhandle) cur(ctx context.Context, op string) (vfs.Handle, error) {
 	}
 	if link == h.link {
 		return h.inner, nil
+	}
+	if fl, ok := h.inner.(vfs.Flusher); ok && fl.Flush(ctx) != nil {
+		// Writes acknowledged on the old link never reached the file:
+		// say so rather than carry on as if they had.
+		return nil, vfs.Error(op, h.n.where(), syscall.EIO)
 	}
 	in, _, err := h.n.cur(ctx, op)
 	if err != nil {
@@ -152,4 +163,29 @@ func (h lockingHandle) Lock(ctx context.Context, r vfs.LockRequest) (vfs.Lock, e
 		return vfs.Lock{}, err
 	}
 	return vfs.LockHandle(ctx, in, h.ident, r)
+}
+
+// flushingHandle is an rhandle whose far end finishes something at close
+// (vfs.Flusher: writes still in flight): only such handles have Flush, so
+// the edge spares every other close a round trip.
+type flushingHandle struct{ *rhandle }
+
+func (h flushingHandle) Flush(ctx context.Context) error { return h.flush(ctx) }
+
+// flushingLockingHandle is a lockingHandle whose far end flushes.
+type flushingLockingHandle struct{ lockingHandle }
+
+func (h flushingLockingHandle) Flush(ctx context.Context) error { return h.flush(ctx) }
+
+// flush flushes the handle on the current link; one reopened there has
+// nothing in flight unless written since.
+func (h *rhandle) flush(ctx context.Context) error {
+	in, err := h.cur(ctx, "flush")
+	if err != nil {
+		return err
+	}
+	if fl, ok := in.(vfs.Flusher); ok {
+		return fl.Flush(ctx)
+	}
+	return nil
 }

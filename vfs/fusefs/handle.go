@@ -139,7 +139,7 @@ func (f *fileHandle) Write(ctx context.Context, data []byte, off int64) (uint32,
 	if errno := f.clearSetID(ctx); errno != 0 {
 		return 0, errno
 	}
-	n, err := f.h.WriteAt(reqCtx(ctx), data, off)
+	n, err := f.h.WriteAt(vfs.WithFlushAtClose(reqCtx(ctx)), data, off)
 	if err != nil && n == 0 {
 		return 0, f.srv.toErrno("write", err)
 	}

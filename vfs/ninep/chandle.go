@@ -55,6 +55,9 @@ func (c *Client) newHandle(fid uint32, q QID, flags int) vfs.Handle {
 	if q.Type == QTFile && q.Version != 0 { // stored content, not generated
 		h.ra = &readAhead{}
 	}
+	if c.writesBehind(q, flags) {
+		return &writingHandle{handle: h}
+	}
 	return h
 }
 

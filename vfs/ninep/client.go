@@ -45,6 +45,10 @@ type ClientOptions struct {
 	// CacheSize bounds the cache of what the server said, in entries
 	// (DefaultCacheSize if 0).
 	CacheSize int
+	// WriteBehind, if set, is how many bytes of writes to stored files
+	// may be in flight, acknowledged before the server answers them
+	// (cwrite.go); 0 waits for each write's answer.
+	WriteBehind int64
 	// OverBound, if set, is told the first time a listing of this
 	// connection goes past its bound (the listing fails with EFBIG;
 	// the connection is kept), so the owner can log it once.
@@ -69,6 +73,7 @@ type Client struct {
 	cache    *cache
 
 	limits ClientLimits
+	behind *behind             // writes in flight (cwrite.go); nil: none are
 	raHeld atomic.Int64        // reply memory read-ahead windows hold (cread.go)
 	tags   chan uint16         // free tags; a call's flush goes as tag+limits.Tags
 	mem    *semaphore.Weighted // reply memory (limits.Memory bytes)
@@ -158,6 +163,9 @@ func NewClient(ctx context.Context, nc net.Conn, opts ClientOptions) (*Client, e
 		clunks: make(chan uint32, l.Clunks), overBound: opts.OverBound,
 		pending: map[uint16]*waiter{}, lastRecv: time.Now(), cache: newCache(opts.CacheSize),
 		dead: make(chan struct{}),
+	}
+	if opts.WriteBehind > 0 {
+		c.behind = newBehind(opts.WriteBehind)
 	}
 	c.life, c.endLife = context.WithCancel(context.Background())
 	for t := range l.Tags {
@@ -497,6 +505,11 @@ func (c *Client) settleUnsent(w *waiter) {
 // other tag value asks for a fresh one. Rlerror becomes its errno. A
 // call past its CallWait fails with ETIMEDOUT.
 func (c *Client) rpc(ctx context.Context, tag uint16, m Message) (reply, error) {
+	if c.behind != nil && tag != NoTag && ctx.Value(behindKey{}) == nil {
+		if err := c.behind.barrier(ctx); err != nil {
+			return reply{}, err
+		}
+	}
 	d := c.callWait(m)
 	if d <= 0 {
 		return c.rpcWith(ctx, tag, m)
