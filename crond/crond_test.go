@@ -136,8 +136,8 @@ func TestReloadLive(t *testing.T) {
 	}
 }
 
-// /sys/cron is as readable as the crontab: its owner, group and read
-// bits; anyone's with no crontab.
+// /sys/cron is as readable and writable as the crontab: its owner, group
+// and read and write bits; anyone's to read with no crontab.
 func TestAccess(t *testing.T) {
 	tab := filepath.Join(t.TempDir(), "crontab")
 	d := New(Options{File: tab, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -145,7 +145,7 @@ func TestAccess(t *testing.T) {
 	for _, c := range []struct {
 		mode os.FileMode // 0: no crontab
 		want uint32
-	}{{0, 0o444}, {0o600, 0o400}, {0o640, 0o440}, {0o755, 0o444}, {0o200, 0}} {
+	}{{0, 0o644}, {0o600, 0o600}, {0o640, 0o640}, {0o755, 0o644}, {0o200, 0o200}} {
 		if c.mode != 0 {
 			if err := os.WriteFile(tab, []byte("@hourly true\n"), 0o600); err != nil {
 				t.Fatal(err)
