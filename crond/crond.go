@@ -1,20 +1,19 @@
 // Package crond runs the jobs of a crontab as /proc sessions: each run
 // is a session named cron-JOB-N, kept for the retention time like any
 // other, so its output, exit code and timing are files. Standard
-// five-field lines, the @ descriptors (@hourly, @every 2s) and @reboot;
-// the file is read again whenever it changes.
+// five-field lines, the @ descriptors (@hourly, @every 2s, @every 1d),
+// @reboot, the one-shots @at TIME and @in DURATION, and a CRON_TZ=
+// prefix; the file is read again whenever it changes. A job's recent
+// runs are kept with it, across edits that keep its line, and a run can
+// be started at once through /sys/cron/ctl (Control).
 package crond
 
 import (
-	"bufio"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
-	"strings"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -49,21 +48,61 @@ type Options struct {
 type Daemon struct {
 	o Options
 
-	mu    sync.Mutex
-	jobs  []*job
-	bad   []string // lines refused, with why
-	stamp time.Time
-	size  int64
+	mu      sync.Mutex
+	life    context.Context // Start's, for the runs ctl starts
+	started bool            // the crontab was read at the daemon's start
+	jobs    []*job
+	bad     []string // lines refused, with why
+	ctlErr  string   // why the last write to /sys/cron/ctl was refused
+	stamp   time.Time
+	size    int64
 }
 
 // job is one line of the crontab.
 type job struct {
 	id, spec, command string
-	sched             cron.Schedule // nil for @reboot
-	next              time.Time
-	runs              int
-	last              string // how the last run that ended did, for /sys/cron
-	running           string // the run going on, if any
+	kind              kind
+	zone              *time.Location // CRON_TZ=, nil for the daemon's local time
+	sched             cron.Schedule  // periodic jobs'
+	next              time.Time      // when due, for periodic and one-shot jobs
+	rec               *record
+}
+
+// kind is how a job is scheduled.
+type kind int
+
+const (
+	periodic kind = iota // five fields, @daily, @every
+	atStart              // @reboot
+	onceAt               // @at TIME
+	onceIn               // @in DURATION
+)
+
+// record is what a job has done. A job whose line an edit keeps (same
+// schedule, same command: same id) takes over its predecessor's record,
+// runs going on included, and its due time.
+type record struct {
+	runs    int    // runs started, numbering the sessions
+	history []*run // the last maxHistory runs, oldest first
+	fate    string // a one-shot's: "" while pending, then done or why not
+}
+
+// maxHistory is how many runs /sys/cron/history keeps per job.
+const maxHistory = 10
+
+// run is one run of a job: its session, why it started, and how it ended.
+type run struct {
+	session, trigger string
+	start, end       time.Time // end is zero while it runs
+	exit             *int
+	state            string
+}
+
+func (r *record) add(x *run) {
+	r.history = append(r.history, x)
+	if len(r.history) > maxHistory {
+		r.history = slices.Delete(r.history, 0, len(r.history)-maxHistory)
+	}
 }
 
 // New returns a daemon for o; Run starts it.
@@ -86,19 +125,43 @@ func New(o Options) *Daemon {
 // being due: a second, the finest a schedule can say.
 const tick = time.Second
 
-// Run runs the jobs until ctx ends: @reboot ones once at start, the
-// others whenever due.
+// Start reads the crontab, starts its @reboot jobs, and runs the others
+// in the background, whenever due, until ctx ends. The lines it reads
+// before it returns are those found at the daemon's start: a daemon
+// calls it before it serves its tree, so that every line written
+// through the tree is read later.
+func (d *Daemon) Start(ctx context.Context) {
+	d.begin(ctx)
+	go d.loop(ctx)
+}
+
+// Run is Start that returns when ctx ends.
 func (d *Daemon) Run(ctx context.Context) {
-	d.reload(true)
+	d.begin(ctx)
+	d.loop(ctx)
+}
+
+// begin reads the crontab at the daemon's start, once.
+func (d *Daemon) begin(ctx context.Context) {
+	d.mu.Lock()
+	first := !d.started
+	d.started, d.life = true, ctx
+	d.mu.Unlock()
+	if first {
+		d.reload(ctx, true)
+	}
+}
+
+func (d *Daemon) loop(ctx context.Context) {
 	for ctx.Err() == nil {
 		d.o.Sleep(ctx, tick)
-		d.reload(false)
+		d.reload(ctx, false)
 		d.runDue(ctx)
 	}
 }
 
 // reload reads the crontab if it changed (or at start).
-func (d *Daemon) reload(start bool) {
+func (d *Daemon) reload(ctx context.Context, start bool) {
 	fi, err := os.Stat(d.o.File)
 	d.mu.Lock()
 	unchanged := err == nil && fi.ModTime().Equal(d.stamp) && fi.Size() == d.size
@@ -115,113 +178,48 @@ func (d *Daemon) reload(start bool) {
 		d.o.Log.Warn("cron: cannot read the crontab", "file", d.o.File, "err", err)
 		return
 	}
-	jobs, bad := parse(string(text), d.o.Clock())
+	now := d.o.Clock()
+	jobs, bad := parse(string(text), now)
 	if len(bad) > 0 {
 		// Not the lines themselves: the log (/sys/log) is everyone's,
 		// the crontab may be private and its lines hold secrets.
-		d.o.Log.Warn("cron: lines refused; /sys/cron says which and why", "file", d.o.File, "refused", len(bad))
+		d.o.Log.Warn("cron: lines refused; /sys/cron/jobs says which and why", "file", d.o.File, "refused", len(bad))
 	}
 	d.mu.Lock()
-	d.jobs, d.bad = keepHistory(d.jobs, jobs), bad
+	d.jobs, d.bad = carryOver(d.jobs, jobs, start, now), bad
 	if fi != nil {
 		d.stamp, d.size = fi.ModTime(), fi.Size()
 	}
 	d.mu.Unlock()
 	if start {
 		for _, j := range jobs {
-			if j.sched == nil {
-				d.start(context.Background(), j)
+			if j.kind == atStart {
+				d.start(ctx, j, "at daemon start")
 			}
 		}
 	}
 }
 
-// keepHistory carries the runs and results of jobs that stay.
-func keepHistory(old, fresh []*job) []*job {
+// carryOver gives the jobs that stay their record and due time, so an
+// edit neither loses their history nor postpones them, and settles the
+// one-shots that are new: one whose time has passed never runs, nor
+// does an @in line found at start, which may have run before the
+// restart (the daemon keeps no record across restarts, and a one-shot
+// runs at most once).
+func carryOver(old, fresh []*job, start bool, now time.Time) []*job {
 	for _, j := range fresh {
-		for _, o := range old {
-			if o.id == j.id {
-				j.runs, j.last, j.running = o.runs, o.last, o.running
-			}
+		if i := slices.IndexFunc(old, func(o *job) bool { return o.id == j.id }); i >= 0 {
+			j.rec, j.next = old[i].rec, old[i].next
+			continue
+		}
+		switch {
+		case j.kind == onceIn && start:
+			j.rec.fate = "expired (an @in line found at daemon start)"
+		case j.kind == onceAt && j.next.Before(now):
+			j.rec.fate = "expired (its time had passed when the line was read)"
 		}
 	}
 	return fresh
-}
-
-// parse reads a crontab: each line a schedule and a command.
-func parse(text string, now time.Time) (jobs []*job, bad []string) {
-	sc := bufio.NewScanner(strings.NewReader(text))
-	seen := map[string]int{}
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		j, err := parseLine(line, now)
-		if err != nil {
-			bad = append(bad, fmt.Sprintf("%d: %s: %v", n, line, err))
-			continue
-		}
-		if seen[j.id]++; seen[j.id] > 1 {
-			j.id = fmt.Sprintf("%s-%d", j.id, seen[j.id])
-		}
-		jobs = append(jobs, j)
-	}
-	return jobs, bad
-}
-
-func parseLine(line string, now time.Time) (*job, error) {
-	fields := strings.Fields(line)
-	n := 5 // minute hour day month weekday
-	switch {
-	case fields[0] == "@every":
-		n = 2
-	case strings.HasPrefix(fields[0], "@"):
-		n = 1
-	}
-	if len(fields) <= n {
-		return nil, fmt.Errorf("no command after the schedule")
-	}
-	spec, command := strings.Join(fields[:n], " "), afterFields(line, n)
-	j := &job{id: jobID(spec, command), spec: spec, command: command}
-	if spec == "@reboot" {
-		return j, nil
-	}
-	sched, err := cron.ParseStandard(spec)
-	if err != nil {
-		return nil, err
-	}
-	j.sched, j.next = sched, sched.Next(now)
-	return j, nil
-}
-
-// afterFields is what follows the first n fields of line, its spacing
-// kept: a command is given to the shell as written.
-func afterFields(line string, n int) string {
-	rest := line
-	for range n {
-		rest = strings.TrimLeft(rest, " \t")
-		rest = rest[strings.IndexAny(rest+" ", " \t"):]
-	}
-	return strings.TrimSpace(rest)
-}
-
-// jobID names a job after its command's first word and the line's hash,
-// so the name stays while other lines change.
-func jobID(spec, command string) string {
-	word := filepath.Base(strings.Fields(command)[0])
-	var b strings.Builder
-	for _, c := range strings.ToLower(word) {
-		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' {
-			b.WriteRune(c)
-		}
-	}
-	name := b.String()
-	if name == "" {
-		name = "job"
-	}
-	sum := sha256.Sum256([]byte(spec + "\x00" + command))
-	return name[:min(len(name), 16)] + "-" + hex.EncodeToString(sum[:2])
 }
 
 // runDue starts the jobs whose time has come.
@@ -230,92 +228,66 @@ func (d *Daemon) runDue(ctx context.Context) {
 	d.mu.Lock()
 	var due []*job
 	for _, j := range d.jobs {
-		if j.sched != nil && !now.Before(j.next) {
+		switch {
+		case now.Before(j.next):
+		case j.kind == periodic:
 			due = append(due, j)
 			j.next = j.sched.Next(now)
+		case (j.kind == onceAt || j.kind == onceIn) && j.rec.fate == "":
+			due = append(due, j)
+			j.rec.fate = "done"
 		}
 	}
 	d.mu.Unlock()
 	for _, j := range due {
-		d.start(ctx, j)
+		d.start(ctx, j, "by schedule")
 	}
 }
 
 // start runs j once, as session cron-ID-N, and records how it ended.
-func (d *Daemon) start(ctx context.Context, j *job) {
+func (d *Daemon) start(ctx context.Context, j *job, trigger string) error {
 	d.mu.Lock()
-	j.runs++
-	name := fmt.Sprintf("cron-%s-%d", j.id, j.runs)
-	j.running = name
+	j.rec.runs++
+	r := &run{session: fmt.Sprintf("cron-%s-%d", j.id, j.rec.runs), trigger: trigger, start: d.o.Clock()}
+	j.rec.add(r)
 	d.mu.Unlock()
-	wait, err := d.o.Runner.Run(name, j.command)
+	wait, err := d.o.Runner.Run(r.session, j.command)
 	if err != nil {
 		d.o.Log.Warn("cron: job not started", "job", j.id, "err", err)
-		d.finish(j, name, Result{State: "not started: " + err.Error()})
-		return
+		d.finish(r, Result{State: "not started: " + err.Error()})
+		return err
 	}
-	go func() { d.finish(j, name, wait(ctx)) }()
+	go func() { d.finish(r, wait(ctx)) }()
+	return nil
 }
 
-func (d *Daemon) finish(j *job, name string, r Result) {
-	last := fmt.Sprintf("%s %s", name, r.State)
-	if r.Exit != nil {
-		last += fmt.Sprintf(" exit %d", *r.Exit)
-	}
+func (d *Daemon) finish(r *run, res Result) {
 	d.mu.Lock()
-	j.last = last
-	if j.running == name {
-		j.running = ""
-	}
-	d.mu.Unlock()
+	defer d.mu.Unlock()
+	r.end, r.exit, r.state = d.o.Clock(), res.Exit, res.State
 }
 
-// Access is who may read the crontab: its owner, group and read bits.
-// /sys/cron, which shows the crontab's commands, is given them, so that
-// whoever may not read the crontab may not read its table either, a rule
-// every edge enforces with the reader's own credentials (the kernel's
-// check on a FUSE mount counts every group the reader is in). With no
-// crontab there is nothing private: anyone may read. A crontab that
+// Access is who may read the crontab and who may write it: its owner,
+// group and read and write bits. /sys/cron's table and history, which
+// show the crontab's commands, get its read bits, so that whoever may
+// not read the crontab may not read them either, and /sys/cron/ctl, which
+// runs its commands, its write bits: a rule every edge enforces with the
+// caller's own credentials (the kernel's check on a FUSE mount counts
+// every group the caller is in). With no crontab there is nothing
+// private: anyone may read, and there is no job to run. A crontab that
 // cannot be looked at is the daemon's alone.
 func (d *Daemon) Access() (uid, gid, perm uint32) {
 	fi, err := os.Stat(d.o.File)
 	self, group := uint32(os.Geteuid()), uint32(os.Getegid())
 	switch {
 	case os.IsNotExist(err):
-		return self, group, 0o444
+		return self, group, 0o644
 	case err != nil:
-		return self, group, 0o400
+		return self, group, 0o600
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
-		return self, group, 0o400
+		return self, group, 0o600
 	}
-	return st.Uid, st.Gid, uint32(fi.Mode().Perm()) & 0o444
-}
-
-// Table is /sys/cron: a line per job (its name, schedule, next run, how
-// its last run ended and the run going on, and its command), then the
-// refused lines.
-func (d *Daemon) Table() []byte {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	var b strings.Builder
-	for _, j := range d.jobs {
-		next := "at start"
-		if j.sched != nil {
-			next = j.next.UTC().Format(time.RFC3339)
-		}
-		last := j.last
-		if last == "" {
-			last = "none"
-		}
-		if j.running != "" {
-			last += ", running " + j.running
-		}
-		fmt.Fprintf(&b, "%s\t%s\tnext %s\tlast %s\t%s\n", j.id, j.spec, next, last, j.command)
-	}
-	for _, bad := range d.bad {
-		fmt.Fprintf(&b, "refused\tline %s\n", bad)
-	}
-	return []byte(b.String())
+	return st.Uid, st.Gid, uint32(fi.Mode().Perm()) & 0o666
 }

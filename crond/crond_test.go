@@ -2,6 +2,7 @@ package crond
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -136,8 +138,8 @@ func TestReloadLive(t *testing.T) {
 	}
 }
 
-// /sys/cron is as readable as the crontab: its owner, group and read
-// bits; anyone's with no crontab.
+// /sys/cron is as readable and writable as the crontab: its owner, group
+// and read and write bits; anyone's to read with no crontab.
 func TestAccess(t *testing.T) {
 	tab := filepath.Join(t.TempDir(), "crontab")
 	d := New(Options{File: tab, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -145,7 +147,7 @@ func TestAccess(t *testing.T) {
 	for _, c := range []struct {
 		mode os.FileMode // 0: no crontab
 		want uint32
-	}{{0, 0o444}, {0o600, 0o400}, {0o640, 0o440}, {0o755, 0o444}, {0o200, 0}} {
+	}{{0, 0o644}, {0o600, 0o600}, {0o640, 0o640}, {0o755, 0o644}, {0o200, 0o200}} {
 		if c.mode != 0 {
 			if err := os.WriteFile(tab, []byte("@hourly true\n"), 0o600); err != nil {
 				t.Fatal(err)
@@ -155,6 +157,198 @@ func TestAccess(t *testing.T) {
 		gotUid, gotGid, perm := d.Access()
 		if gotUid != uid || gotGid != gid || perm != c.want {
 			t.Errorf("crontab mode %o: got %d:%d %o, want %d:%d %o", c.mode, gotUid, gotGid, perm, uid, gid, c.want)
+		}
+	}
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// count is how many runs of command run made.
+func count(run *fakeRunner, command string) int {
+	n := 0
+	for _, r := range run.names() {
+		if strings.HasSuffix(r, ": "+command) {
+			n++
+		}
+	}
+	return n
+}
+
+// tableLine is the line of /sys/cron/jobs whose command is command.
+func tableLine(d *Daemon, command string) string {
+	for line := range strings.SplitSeq(string(d.Table()), "\n") {
+		if strings.HasSuffix(line, "\t"+command) {
+			return line
+		}
+	}
+	return ""
+}
+
+// @at runs once at its time: in the daemon's local time without a zone,
+// in the line's CRON_TZ, or in the zone it names; one whose time passed
+// before the line was read never runs. @in runs once, its duration after
+// the line was read.
+func TestOneShots(t *testing.T) {
+	defer func(l *time.Location) { time.Local = l }(time.Local)
+	time.Local = time.FixedZone("UTC+1", 3600)
+	tab := filepath.Join(t.TempDir(), "crontab")
+	clock := &fakeTime{now: time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)}
+	run := &fakeRunner{}
+	d := New(Options{File: tab, Runner: run, Clock: clock.Now, Log: quiet()})
+	runFor(t, d, clock, clock.Now().Add(2*time.Second)) // the crontab appears after start
+	os.WriteFile(tab, []byte(`@at 2026-11-24T10:00:05Z echo utc
+CRON_TZ=Europe/Paris @at 2026-11-24T11:00:07 echo paris
+@at 2026-11-24T12:00:09+02:00 echo offset
+@at 2026-11-24T11:00:11 echo local
+@at 2026-11-24T09:00 echo past
+@in 3s echo in
+`), 0o644)
+	read := clock.Now().Add(time.Second) // read at the next tick
+	runFor(t, d, clock, clock.Now().Add(20*time.Second))
+	want := map[string]time.Time{
+		"echo utc": time.Date(2026, 11, 24, 10, 0, 5, 0, time.UTC), "echo paris": time.Date(2026, 11, 24, 10, 0, 7, 0, time.UTC),
+		"echo offset": time.Date(2026, 11, 24, 10, 0, 9, 0, time.UTC), "echo local": time.Date(2026, 11, 24, 10, 0, 11, 0, time.UTC),
+		"echo in": read.Add(3 * time.Second),
+	}
+	history := string(d.History())
+	for command, at := range want {
+		if n := count(run, command); n != 1 {
+			t.Errorf("%s ran %d times, want once", command, n)
+		}
+		if line := tableLine(d, command); !strings.Contains(line, "\tnext done\t") {
+			t.Errorf("/sys/cron/jobs for %s: %q, want next done", command, line)
+		}
+		if !strings.Contains(history, "by schedule\tstart "+at.Format(time.RFC3339)) {
+			t.Errorf("%s: want a run started at %s in /sys/cron/history:\n%s", command, at.Format(time.RFC3339), history)
+		}
+	}
+	if n := count(run, "echo past"); n != 0 || !strings.Contains(tableLine(d, "echo past"), "next expired") {
+		t.Errorf("a past @at ran %d times; its line %q, want next expired", n, tableLine(d, "echo past"))
+	}
+}
+
+// An @in job is timed from the first read of its line: an edit that
+// keeps the line keeps its time, as it keeps an @every job's; a daemon
+// that finds the line at start does not run it, as it may have run
+// before the restart.
+func TestInAcrossEditsAndRestart(t *testing.T) {
+	tab := filepath.Join(t.TempDir(), "crontab")
+	clock := &fakeTime{now: time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)}
+	run := &fakeRunner{}
+	d := New(Options{File: tab, Runner: run, Clock: clock.Now, Log: quiet()})
+	runFor(t, d, clock, clock.Now().Add(2*time.Second))
+	os.WriteFile(tab, []byte("@in 10s echo later\n@every 10s echo every\n"), 0o644)
+	due := clock.Now().Add(11 * time.Second) // read at the next tick
+	runFor(t, d, clock, clock.Now().Add(5*time.Second))
+	os.WriteFile(tab, []byte("# an edit\n@every 1h echo other\n@in   10s echo later\n@every 10s echo every\n"), 0o644)
+	future := time.Now().Add(time.Hour)
+	os.Chtimes(tab, future, future)
+	runFor(t, d, clock, clock.Now().Add(20*time.Second))
+	history := string(d.History())
+	if n := count(run, "echo later"); n != 1 || !strings.Contains(history, "-1\tby schedule\tstart "+due.Format(time.RFC3339)) {
+		t.Errorf("@in across an edit: %d runs, want one at %s:\n%s", n, due.Format(time.RFC3339), history)
+	}
+	if every := jobID("@every 10s", "echo every"); !strings.Contains(history, every+"-1\tby schedule\tstart "+due.Format(time.RFC3339)) {
+		t.Errorf("@every across an edit: want its first run at %s:\n%s", due.Format(time.RFC3339), history)
+	}
+	restarted := New(Options{File: tab, Runner: run, Clock: clock.Now, Log: quiet()})
+	runFor(t, restarted, clock, clock.Now().Add(20*time.Second))
+	if n := count(run, "echo later"); n != 1 || !strings.Contains(tableLine(restarted, "echo later"), "expired") {
+		t.Errorf("@in after a restart: %d runs, line %q; want no new run, expired", n, tableLine(restarted, "echo later"))
+	}
+}
+
+// CRON_TZ= reads a line's schedule in a named zone, and an unknown zone
+// is refused with why; @every takes days.
+func TestZonesAndDays(t *testing.T) {
+	tab := filepath.Join(t.TempDir(), "crontab")
+	os.WriteFile(tab, []byte(`CRON_TZ=Europe/Paris 0 9 * * * echo paris
+CRON_TZ=Mars/Olympus 0 9 * * * echo mars
+CRON_TZ=Europe/Paris
+FOO=bar
+@every 1d12h echo long
+@every 2d echo days
+@every 1x echo bad
+`), 0o644)
+	now := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	d := New(Options{File: tab, Runner: &fakeRunner{}, Clock: func() time.Time { return now }, Log: quiet()})
+	d.begin(context.Background())
+	table := string(d.Table())
+	for _, want := range []string{
+		"CRON_TZ=Europe/Paris 0 9 * * *\tnext 2026-11-25T09:00:00+01:00\t",
+		"@every 1d12h\tnext 2026-11-25T22:00:00Z\t", "@every 2d\tnext 2026-11-26T10:00:00Z\t",
+		`refused	line 2: CRON_TZ=Mars/Olympus 0 9 * * * echo mars: CRON_TZ=Mars/Olympus: unknown time zone "Mars/Olympus"`,
+		"refused\tline 3: CRON_TZ=Europe/Paris: no schedule after CRON_TZ=Europe/Paris",
+		"refused\tline 4: FOO=bar: variable lines are not supported",
+		`refused	line 7: @every 1x echo bad: duration "1x"`,
+	} {
+		if !strings.Contains(table, want) {
+			t.Errorf("/sys/cron/jobs lacks %q:\n%s", want, table)
+		}
+	}
+}
+
+// gatedRunner's runs end when the test says.
+type gatedRunner struct {
+	fakeRunner
+	gate chan struct{}
+}
+
+func (g *gatedRunner) Run(name, command string) (func(context.Context) Result, error) {
+	g.fakeRunner.Run(name, command)
+	return func(context.Context) Result {
+		<-g.gate
+		zero := 0
+		return Result{Exit: &zero, State: "completed"}
+	}, nil
+}
+
+// A job's runs are kept, with start, end, exit code and session, across
+// an edit that keeps its line, a run that was going on during the edit
+// included; ctl runs a job now, and refuses what names no verb or job.
+func TestHistoryAndControl(t *testing.T) {
+	tab := filepath.Join(t.TempDir(), "crontab")
+	os.WriteFile(tab, []byte("@hourly make check\n"), 0o644)
+	now := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	run := &gatedRunner{gate: make(chan struct{})}
+	d := New(Options{File: tab, Runner: run, Clock: clock, Log: quiet()})
+	d.begin(context.Background())
+	id := jobID("@hourly", "make check")
+	if err := d.Control("run " + id); err != nil {
+		t.Fatalf("run %s: %v", id, err)
+	}
+	if !strings.Contains(tableLine(d, "make check"), "running cron-"+id+"-1") {
+		t.Errorf("/sys/cron/jobs during the run: %q", tableLine(d, "make check"))
+	}
+	os.WriteFile(tab, []byte("# an edit\n@every 1h echo other\n@hourly   make check\n"), 0o644)
+	d.reload(context.Background(), false)
+	mu.Lock()
+	now = now.Add(90 * time.Second)
+	mu.Unlock()
+	close(run.gate)
+	want := id + "\tcron-" + id + "-1\tby ctl\tstart 2026-11-24T10:00:00Z\tend 2026-11-24T10:01:30Z\texit 0\tcompleted\n"
+	for end := time.Now().Add(5 * time.Second); !strings.Contains(string(d.History()), want) && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if h := string(d.History()); !strings.Contains(h, want) {
+		t.Errorf("/sys/cron/history after an edit: %q, want %q", h, want)
+	}
+	if err := d.Control("run " + id); err != nil || !strings.HasSuffix(run.names()[1], "cron-"+id+"-2: make check") {
+		t.Errorf("a second run: %v, %q", err, run.names())
+	}
+	idle := New(Options{File: tab, Runner: run, Clock: clock, Log: quiet()}) // as with --no-sessions
+	if err := idle.Control("run " + id); !errors.Is(err, syscall.ENOTSUP) {
+		t.Errorf("run on a daemon that runs no jobs: %v, want ENOTSUP", err)
+	}
+	for _, line := range []string{"frob " + id, "run", "run nope-0000"} {
+		err := d.Control(line)
+		if !errors.Is(err, syscall.EINVAL) {
+			t.Errorf("ctl %q: %v, want EINVAL", line, err)
+		}
+		if !strings.Contains(string(d.Table()), "refused\tctl ") {
+			t.Errorf("ctl %q refused: /sys/cron/jobs does not say why:\n%s", line, d.Table())
 		}
 	}
 }

@@ -33,7 +33,7 @@ type Options struct {
 	Table *mounts.Table
 	// Log is the daemon's recent log, for /sys/log; nil leaves it out.
 	Log vfs.Stream
-	// Cron is /sys/cron; nil leaves it out.
+	// Cron is /sys/cron (jobs, history, ctl); nil leaves it out.
 	Cron Cron
 	// Config is the daemon's settings, /sys/config; Log gets why a
 	// write there was refused.
@@ -63,11 +63,15 @@ type LogCounts struct {
 	DroppedLines, DroppedBytes int64
 }
 
-// Cron is what /sys/cron shows: the table of the crontab's jobs, with
-// their commands, and who may read the crontab (its owner, group and read
-// bits), who alone may read the table.
+// Cron is what /sys/cron shows and takes: the table of the crontab's
+// jobs, with their commands, their recent runs, a ctl line to run, and
+// who may read and write the crontab (its owner, group and permission
+// bits), who alone may read the table and history (the read bits) and
+// write ctl (the write bits).
 type Cron interface {
 	Table() []byte
+	History() []byte
+	Control(line string) error
 	Access() (uid, gid, perm uint32)
 }
 
@@ -126,7 +130,7 @@ func New(o Options) vfs.Node {
 	}
 	files["users"] = vfs.NewSnapshotFile(func(ctx context.Context) []byte { return users(ctx, o.Table) })
 	if o.Cron != nil {
-		files["cron"] = guardedFile{vfs.NewSnapshotFile(func(context.Context) []byte { return o.Cron.Table() }), o.Cron.Access}
+		files["cron"] = cronDir(o.Cron)
 	}
 	return vfs.NewStaticDir(files)
 }
@@ -244,20 +248,38 @@ func users(ctx context.Context, t *mounts.Table) []byte {
 	return []byte(b.String())
 }
 
-// guardedFile is a generated file whose owner, group and read bits are
-// those of the file it shows, asked at each stat: the edges check them
-// against the reader (on a FUSE mount the kernel does, with all of the
-// reader's groups), so it is exactly as private as its source, through
-// every mount, including a second mount attached to the daemon over 9P.
+// cronDir is /sys/cron: jobs and history as private as the crontab is
+// to read, ctl as private as it is to write.
+func cronDir(c Cron) vfs.Node {
+	snapshot := func(gen func() []byte) guardedFile {
+		return guardedFile{vfs.NewSnapshotFile(func(context.Context) []byte { return gen() }), c.Access, 0o444}
+	}
+	ctl := vfs.NewFuncFile(0o200, func(context.Context, int) (vfs.Handle, error) {
+		return &vfs.LineHandle{Do: func(_ context.Context, line string) error { return c.Control(line) }}, nil
+	})
+	return vfs.NewStaticDir(map[string]vfs.Node{
+		"jobs":    snapshot(c.Table),
+		"history": snapshot(c.History),
+		"ctl":     guardedFile{ctl, c.Access, 0o222},
+	})
+}
+
+// guardedFile is a generated file whose owner, group and permission bits
+// (those of mask) are those of the file it stands for, asked at each
+// stat: the edges check them against the caller (on a FUSE mount the
+// kernel does, with all of the caller's groups), so it is exactly as
+// private as its source, through every mount, including a second mount
+// attached to the daemon over 9P.
 type guardedFile struct {
 	*vfs.FuncFile
 	access func() (uid, gid, perm uint32)
+	mask   uint32
 }
 
 func (f guardedFile) Attr(ctx context.Context) (vfs.Attr, error) {
 	a, err := f.FuncFile.Attr(ctx)
 	uid, gid, perm := f.access()
-	a.Uid, a.Gid, a.Mode = uid, gid, a.Type()|perm&0o444
+	a.Uid, a.Gid, a.Mode = uid, gid, a.Type()|perm&f.mask
 	return a, err
 }
 

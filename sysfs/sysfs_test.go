@@ -109,25 +109,32 @@ func TestStats(t *testing.T) {
 type fakeCron struct{ uid, gid, perm uint32 }
 
 func (c fakeCron) Table() []byte                   { return []byte("job\t@hourly\tsecret command\n") }
+func (c fakeCron) History() []byte                 { return []byte("job\tcron-job-1\n") }
+func (c fakeCron) Control(string) error            { return nil }
 func (c fakeCron) Access() (uid, gid, perm uint32) { return c.uid, c.gid, c.perm }
 
-// /sys/cron has the crontab's owner, group and read bits, asked at each
-// stat, so the edges let read it only who may read the crontab.
+// /sys/cron's jobs and history have the crontab's owner, group and read
+// bits, and its ctl the write bits, asked at each stat, so the edges let
+// read them only who may read the crontab, and run its jobs only who may
+// write it.
 func TestCronGuarded(t *testing.T) {
 	ctx := context.Background()
 	c := &fakeCron{1000, 50, 0o640}
-	n, err := New(Options{Table: mounts.New(), Cron: c}).Lookup(ctx, "cron")
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := New(Options{Table: mounts.New(), Cron: c})
 	for _, tc := range []struct {
-		perm, want uint32
-	}{{0o640, 0o440}, {0o600, 0o400}, {0o755, 0o444}} {
+		perm, read, write uint32
+	}{{0o640, 0o440, 0o200}, {0o600, 0o400, 0o200}, {0o755, 0o444, 0o200}, {0o664, 0o444, 0o220}} {
 		c.perm = tc.perm
-		a, err := n.Attr(ctx)
-		if err != nil || a.Uid != 1000 || a.Gid != 50 || a.Mode != syscall.S_IFREG|tc.want {
-			t.Errorf("/sys/cron of a crontab %o: uid %d gid %d mode %o, %v; want 1000, 50, %o",
-				tc.perm, a.Uid, a.Gid, a.Mode, err, syscall.S_IFREG|tc.want)
+		for name, want := range map[string]uint32{"cron/jobs": tc.read, "cron/history": tc.read, "cron/ctl": tc.write} {
+			n, err := vfs.Walk(ctx, root, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := n.Attr(ctx)
+			if err != nil || a.Uid != 1000 || a.Gid != 50 || a.Mode != syscall.S_IFREG|want {
+				t.Errorf("/sys/%s of a crontab %o: uid %d gid %d mode %o, %v; want 1000, 50, %o",
+					name, tc.perm, a.Uid, a.Gid, a.Mode, err, syscall.S_IFREG|want)
+			}
 		}
 	}
 }

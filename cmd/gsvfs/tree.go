@@ -210,7 +210,7 @@ func buildTree(root string, o treeOptions) (*tree, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	go gw.Watch(ctx)
 	if !o.noSessions {
-		go cron.Run(ctx)
+		cron.Start(ctx)
 	}
 	t.GuardNamespace("/etc/namespace")
 	go watchNamespace(ctx, t, filepath.Join(root, "etc", "namespace"), hostDir)
