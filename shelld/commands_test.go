@@ -554,7 +554,11 @@ func TestWrittenLines(t *testing.T) {
 		{"cut\r", []string{"cut"}},
 		{"\nin two\n", []string{"in two"}},
 	} {
-		if got := tr.lines([]byte(tc.write)); strings.Join(got, "|") != strings.Join(tc.want, "|") || len(got) != len(tc.want) {
+		var got []string
+		for _, l := range tr.lines([]byte(tc.write), false) {
+			got = append(got, l.text)
+		}
+		if strings.Join(got, "|") != strings.Join(tc.want, "|") || len(got) != len(tc.want) {
 			t.Errorf("lines(%q) = %q, want %q", tc.write, got, tc.want)
 		}
 	}

@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -243,5 +244,68 @@ func TestProcTruncatedLines(t *testing.T) {
 	procTruncated(t, "wait's output", *w.Output, full.String(), 64<<10)
 	if *w.Stderr != errs.String() {
 		t.Errorf("wait's stderr: %d bytes, want the %d written (within the bound, whole)", len(*w.Stderr), errs.Len())
+	}
+}
+
+// Keys sent to a full-screen program are its input, never the start of
+// the next command line: q to less, then a command, records the command
+// alone, whenever the q was written.
+func TestProcKeysToProgramNotInRecord(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("less"); err != nil {
+		t.Skipf("SKIPPED: %v (.ci/run installs it)", err)
+	}
+	d := procMount(t, nil)
+	page := filepath.Join(t.TempDir(), "page.txt")
+	smMust(t, "write", os.WriteFile(page, []byte(strings.Repeat("a line of text\n", 200)), 0o644))
+	for _, tc := range []struct {
+		name      string
+		waitFirst bool // q written once less is seen waiting
+	}{{"waiting", true}, {"at-once", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := procNew(t, d, "less-"+tc.name)
+			procMustWrite(t, filepath.Join(dir, "ctl"), "resize 24 80\n")
+			for i := range 3 {
+				procMustWrite(t, filepath.Join(dir, "stdin"), "less "+page+"\n")
+				last, err := os.Readlink(filepath.Join(dir, "cmds", "last"))
+				smMust(t, "cmds/last", err)
+				if tc.waitFirst {
+					if c := procWaitCommand(t, dir, last); c.Status != "waiting" {
+						t.Fatalf("round %d: less is %s, want waiting", i, c.Status)
+					}
+				}
+				procMustWrite(t, filepath.Join(dir, "stdin"), "q")
+				procWaitCommand(t, dir, last)
+				next := fmt.Sprintf("echo after-%d", i)
+				if c := procRun(t, dir, next); c.Output != fmt.Sprintf("after-%d\n", i) || c.Status != "completed" {
+					t.Fatalf("round %d: %+v", i, c)
+				}
+			}
+		})
+	}
+}
+
+// Keys typed ahead while a command runs, which the shell reads once it is
+// back at its prompt, are the start of the next line's record: the
+// shell's echo shows them.
+func TestProcTypeAheadKeys(t *testing.T) {
+	t.Parallel()
+	d := procMount(t, nil)
+	dir := procNew(t, d, "ahead")
+	flag := filepath.Join(t.TempDir(), "go-on")
+	procMustWrite(t, filepath.Join(dir, "stdin"), "while [ ! -e "+flag+" ]; do sleep 0.02; done\n")
+	last, err := os.Readlink(filepath.Join(dir, "cmds", "last"))
+	smMust(t, "cmds/last", err)
+	procMustWrite(t, filepath.Join(dir, "stdin"), "ech")
+	smMust(t, "create the flag", os.WriteFile(flag, nil, 0o644))
+	if c := procWaitCommand(t, dir, last); c.Status != "completed" {
+		t.Fatalf("the loop: %+v", c)
+	}
+	procMustWrite(t, filepath.Join(dir, "stdin"), "o typed-$((6*7))\n")
+	n, err := os.Readlink(filepath.Join(dir, "cmds", "last"))
+	smMust(t, "cmds/last", err)
+	if c := procWaitCommand(t, dir, n); c.Input != "echo typed-$((6*7))" || c.Output != "typed-42\n" {
+		t.Errorf("the line typed ahead in two writes: %+v, want input %q", c, "echo typed-$((6*7))")
 	}
 }

@@ -42,7 +42,7 @@ const (
 )
 
 // sessionFiles are the names in a session's directory, sorted.
-var sessionFiles = []string{"cmdline", "cmds", "ctl", "cwd", "env", "screen", "status", "stdin", "stdout", "stream", "tail", "wait"}
+var sessionFiles = []string{"cmdline", "cmds", "ctl", "cwd", "env", "screen", "status", "stderr", "stdin", "stdout", "stream", "tail", "wait"}
 
 // procStatus is a session's status (and wait) JSON.
 type procStatus struct {
