@@ -916,18 +916,30 @@ func (s *Session) SetWorkdir(dir string) error {
 // instead of the daemon's: an absolute path that /etc/shells lists, as
 // for chsh(1).
 func (s *Session) SetShell(path string) error {
+	return s.beforeStart(func() error {
+		if !filepath.IsAbs(path) || !listedShell(s.cfg.Shells, path) {
+			return &os.PathError{Op: "shell", Path: path, Err: ErrNotAShell}
+		}
+		if _, err := os.Stat(path); err != nil {
+			return err
+		}
+		s.shell = path
+		return nil
+	})
+}
+
+// beforeStart runs set, a change of how the process is to start, with
+// the session locked, if it has not started (else ErrStarted); its error
+// is the session's lastError.
+func (s *Session) beforeStart(set func() error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state != Idle {
 		return s.failLocked(ErrStarted)
 	}
-	if !filepath.IsAbs(path) || !listedShell(s.cfg.Shells, path) {
-		return s.failLocked(&os.PathError{Op: "shell", Path: path, Err: ErrNotAShell})
-	}
-	if _, err := os.Stat(path); err != nil {
+	if err := set(); err != nil {
 		return s.failLocked(err)
 	}
-	s.shell = path
 	return nil
 }
 
@@ -950,24 +962,12 @@ func listedShell(list, path string) bool {
 // default) or starts without them (`rc off`): a pristine environment,
 // the allowed part of the daemon's and what `env` added.
 func (s *Session) SetRC(on bool) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.state != Idle {
-		return s.failLocked(ErrStarted)
-	}
-	s.norc = !on
-	return nil
+	return s.beforeStart(func() error { s.norc = !on; return nil })
 }
 
 // SetEnv adds K=V to the environment the process starts with.
 func (s *Session) SetEnv(kv string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.state != Idle {
-		return s.failLocked(ErrStarted)
-	}
-	s.env = append(s.env, kv)
-	return nil
+	return s.beforeStart(func() error { s.env = append(s.env, kv); return nil })
 }
 
 // Fail records why a request about the session failed (lastError) and
