@@ -28,6 +28,8 @@ var verbs = map[string]verb{
 	"start":   func(d *sessionDir, arg string) error { return noArg(arg, d.s.StartShell) },
 	"cwd":     (*sessionDir).setCwd,
 	"env":     (*sessionDir).setEnv,
+	"shell":   func(d *sessionDir, arg string) error { return needArg(arg, d.s.SetShell) },
+	"rc":      (*sessionDir).setRC,
 	"timeout": (*sessionDir).setTimeout,
 	"yield":   (*sessionDir).setYield,
 	"signal":  (*sessionDir).signal,
@@ -50,7 +52,7 @@ func (d *sessionDir) control(_ context.Context, p []byte) error {
 		name, arg, _ := strings.Cut(line, " ")
 		v, ok := verbs[name]
 		if !ok {
-			return d.s.Fail(errorf(syscall.EINVAL, fmt.Sprintf("ctl: unknown verb %q (want exec, start, cwd, env, timeout, yield, signal, kill, eof or resize)", name)))
+			return d.s.Fail(errorf(syscall.EINVAL, fmt.Sprintf("ctl: unknown verb %q (want exec, start, cwd, env, shell, rc, timeout, yield, signal, kill, eof or resize)", name)))
 		}
 		if err := v(d, strings.TrimSpace(arg)); err != nil {
 			return d.s.Fail(fromShelld(fmt.Errorf("ctl %s: %w", name, err)))
@@ -94,6 +96,15 @@ func (d *sessionDir) setEnv(kv string) error {
 		return errorf(syscall.EINVAL, fmt.Sprintf("want NAME=VALUE, got %q", kv))
 	}
 	return d.s.SetEnv(kv)
+}
+
+// setRC takes on or off: whether the shell reads its login and rc files.
+func (d *sessionDir) setRC(arg string) error {
+	switch arg {
+	case "on", "off":
+		return d.s.SetRC(arg == "on")
+	}
+	return errorf(syscall.EINVAL, fmt.Sprintf("want on or off, got %q", arg))
 }
 
 // duration takes Go's forms (90s, 1m30s, 250ms) or plain seconds (90).

@@ -132,7 +132,7 @@ var shelldErrnos = map[error]syscall.Errno{
 	shelld.ErrStarted: syscall.EBUSY, shelld.ErrExited: syscall.EPIPE,
 	shelld.ErrNotRun: syscall.ESRCH, shelld.ErrTooMany: syscall.EAGAIN,
 	shelld.ErrExists: syscall.EEXIST, shelld.ErrNoName: syscall.ENOENT,
-	shelld.ErrNoCommand: syscall.ENOENT,
+	shelld.ErrNoCommand: syscall.ENOENT, shelld.ErrNotAShell: syscall.EINVAL,
 }
 
 // errnoError is an error whose message is for people (it becomes a

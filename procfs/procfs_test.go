@@ -445,7 +445,7 @@ func TestTempFiles(t *testing.T) {
 	f, _ := newFS(t, shelld.Config{}, Options{})
 	other := mkdir(t, f, "other")
 	dir := mkdir(t, f, "t")
-	fixed := []string{"cmdline", "cmds", "ctl", "cwd", "env", "screen", "status", "stdin", "stdout", "stream", "tail", "wait"}
+	fixed := []string{"cmdline", "cmds", "ctl", "cwd", "env", "screen", "status", "stderr", "stdin", "stdout", "stream", "tail", "wait"}
 	temp := func(name, data string) vfs.Node {
 		t.Helper()
 		n, h, err := dir.Create(bg, name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
@@ -707,10 +707,16 @@ func TestReaderShift(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := done(t, dir)
+	// One line longer than the cap: cut inside it, at least MarkerRoom
+	// bytes at a time, and a marker line says so in stdout and stream.
 	want := strings.Repeat("0", 63) + "7"
-	for _, file := range []string{"stdout", "stream", "tail"} {
-		if got := read(t, walk(t, dir, file)); got != want {
-			t.Errorf("%s past the cap: %q, want the last 64 bytes %q", file, got, want)
+	if got := read(t, walk(t, dir, "tail")); got != want {
+		t.Errorf("tail past the cap: %q, want the last 64 bytes %q", got, want)
+	}
+	marked := shelld.TruncationMarker(136) + want
+	for _, file := range []string{"stdout", "stream"} {
+		if got := read(t, walk(t, dir, file)); got != marked {
+			t.Errorf("%s past the cap: %q, want %q", file, got, marked)
 		}
 	}
 	if a, _ := walk(t, dir, "stdout").Attr(bg); a.Size != 200 || st.Output != 200 || !st.Truncated {

@@ -39,17 +39,13 @@ func newSessionDir(f *FS, s *shelld.Session) *sessionDir {
 		temps: map[string]*tempFile{}, recs: map[int]*recordDir{}}
 	log := s.Output()
 	d.files = map[string]vfs.Node{
-		"stdin": f.input(d.writeInput),
-		"ctl":   f.ctl(d),
-		"stdout": &file{meta: f.meta(syscall.S_IFREG | 0o444),
-			size: func() (int64, time.Time) {
-				_, end, mtime, _ := log.Stat()
-				return end, mtime
-			},
-			open: func(context.Context, int) (vfs.Handle, error) { return &vfs.StreamReader{S: log}, nil }},
+		"stdin":  f.input(d.writeInput),
+		"ctl":    f.ctl(d),
+		"stdout": f.output(log),
+		"stderr": f.output(s.Stderr()),
 		"stream": &file{meta: f.meta(syscall.S_IFREG | 0o444),
 			open: func(context.Context, int) (vfs.Handle, error) {
-				return &vfs.StreamReader{S: log, Follow: d.follow}, nil
+				return &vfs.StreamReader{S: log.Marked(), Follow: d.follow}, nil
 			}},
 		"status":  f.snapshot(func() []byte { return jsonLine(s.Status()) }),
 		"wait":    f.blocking(d.wait),
@@ -65,6 +61,17 @@ func newSessionDir(f *FS, s *shelld.Session) *sessionDir {
 	}
 	slices.Sort(d.names)
 	return d
+}
+
+// output is stdout or stderr: the log as it is kept, its truncated head
+// said by a marker line (shelld.Marked), its size every byte written.
+func (f *FS) output(log *shelld.Log) *file {
+	return &file{meta: f.meta(syscall.S_IFREG | 0o444),
+		size: func() (int64, time.Time) {
+			_, end, mtime, _ := log.Stat()
+			return end, mtime
+		},
+		open: func(context.Context, int) (vfs.Handle, error) { return &vfs.StreamReader{S: log.Marked()}, nil }}
 }
 
 // yieldTime is how long this session's blocking reads wait at most.
@@ -101,7 +108,24 @@ func (d *sessionDir) wait(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		st = d.s.Status()
 	}
-	return jsonLine(st), nil
+	if !d.s.OneShot() {
+		return jsonLine(st), nil
+	}
+	// An exec's wait carries its output, so one read is enough.
+	return jsonLine(execWait{Status: st,
+		Output: string(d.s.Output().TailText(waitOutputMax)),
+		Stderr: string(d.s.Stderr().TailText(waitOutputMax))}), nil
+}
+
+// waitOutputMax bounds the output and stderr in an exec's wait: about
+// their last 64 KiB each, in whole lines.
+const waitOutputMax = 64 << 10
+
+// execWait is the wait JSON of an exec: its status, output and stderr.
+type execWait struct {
+	shelld.Status
+	Output string `json:"output"`
+	Stderr string `json:"stderr"`
 }
 
 // writeInput is a write to stdin. The first one starts the interactive

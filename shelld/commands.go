@@ -55,11 +55,12 @@ const (
 type record struct {
 	Command
 	phase     int
-	started   bool  // OutputStart is known
-	program   bool  // a program it runs took lines written as input
-	promptSeq int   // prompts (D markers) seen when it was written
-	writeOff  int64 // the end of output when it was written
-	noise     bool  // the line editor's noise after the echo may still come
+	started   bool   // OutputStart is known
+	program   bool   // a program it runs took lines written as input
+	promptSeq int    // prompts (D markers) seen when it was written
+	writeOff  int64  // the end of output when it was written
+	ahead     string // keys written before it while a command ran: left out of Input unless the shell echoes them
+	noise     bool   // the line editor's noise after the echo may still come
 }
 
 // tracker turns the marker events and the echo of lines in a session's
@@ -75,6 +76,7 @@ type tracker struct {
 	done    int       // recs[:done] have ended
 	next    int       // n of the next record
 	partial []byte    // a line written without its end yet
+	ahead   int       // bytes at its start written as keys while a command ran (typed)
 
 	off       int64 // the Log's end: bytes of output so far
 	active    bool  // a D marker was seen: markers work
@@ -239,7 +241,11 @@ func (t *tracker) matchEcho(end int64, seen string) *record {
 		}
 		// The head matches leniently (a line editor may leave some of
 		// the prompt in front); a later line only exactly, so output
-		// is not taken for an echo.
+		// is not taken for an echo. Keys typed ahead of the line that
+		// the echo shows were read by the shell: they are its start.
+		if full := strings.TrimSpace(r.ahead + r.Input); r.ahead != "" && (seen == full || (head && strings.HasSuffix(seen, full))) {
+			r.Input, r.ahead, in = r.ahead+r.Input, "", full
+		}
 		if seen == in || (head && in != "" && strings.HasSuffix(seen, in)) {
 			for _, q := range open[:i] {
 				if q.phase == queued {
@@ -469,12 +475,22 @@ func (t *tracker) snapshot(r *record) Command {
 	return c
 }
 
+// typedLine is a command line written to the terminal; its first ahead
+// bytes were written as keys (no line end) while a command ran.
+type typedLine struct {
+	text  string
+	ahead int
+}
+
 // lines takes a write to the terminal and returns the command lines it
 // completes, as a person would see them typed: a line ends at \n or \r
 // (\r\n once), backspace and DEL take back a character, ^U the line, ^C
-// drops it, other control bytes are left out.
-func (t *tracker) lines(p []byte) []string {
-	var out []string
+// drops it, other control bytes are left out. busy says that a command
+// runs: bytes the write leaves without a line end are then keys for it
+// (q to a pager), or typed ahead for the shell, which only the shell's
+// echo of them tells apart (matchEcho).
+func (t *tracker) lines(p []byte, busy bool) []typedLine {
+	var out []typedLine
 	if t.lastCR && len(p) > 0 && p[0] == '\n' {
 		p = p[1:] // the \n of a \r\n cut in two
 	}
@@ -482,8 +498,8 @@ func (t *tracker) lines(p []byte) []string {
 	for i := 0; i < len(p); i++ {
 		switch c := p[i]; c {
 		case '\n', '\r':
-			out = append(out, string(t.partial))
-			t.partial = t.partial[:0]
+			out = append(out, typedLine{string(t.partial), t.ahead})
+			t.partial, t.ahead = t.partial[:0], 0
 			if c == '\r' && i+1 < len(p) && p[i+1] == '\n' {
 				i++
 			}
@@ -491,20 +507,37 @@ func (t *tracker) lines(p []byte) []string {
 			if len(t.partial) > 0 {
 				_, n := utf8.DecodeLastRune(t.partial)
 				t.partial = t.partial[:len(t.partial)-n]
+				t.ahead = min(t.ahead, len(t.partial))
 			}
 		case 0x15, 0x03:
-			t.partial = t.partial[:0]
+			t.partial, t.ahead = t.partial[:0], 0
 		default:
 			if (c >= 0x20 || c == '\t') && len(t.partial) < maxPartialLine {
 				t.partial = append(t.partial, c)
 			}
 		}
 	}
+	if busy {
+		t.ahead = len(t.partial)
+	}
 	return out
 }
 
+// busy reports whether a command runs: one is open and the shell is not
+// reading more of it (a continuation prompt).
+func (t *tracker) busy() bool {
+	r := t.firstOpen()
+	return r != nil && r.phase != continued
+}
+
 // add records a command line written now.
-func (t *tracker) add(line string) {
+func (t *tracker) add(line string) { t.addTyped(typedLine{text: line}) }
+
+// addTyped records a command line written now, keys typed ahead of it
+// while a command ran left out of its input until the shell's echo shows
+// them (matchEcho).
+func (t *tracker) addTyped(l typedLine) {
+	line := l.text[l.ahead:]
 	if t.fallback {
 		// Without markers a record ends when the next line comes.
 		for _, r := range t.open() {
@@ -514,7 +547,7 @@ func (t *tracker) add(line string) {
 		}
 	}
 	r := &record{Command: Command{N: t.next, Input: line, StartedAt: t.clock()},
-		promptSeq: t.prompts, writeOff: t.off}
+		promptSeq: t.prompts, writeOff: t.off, ahead: l.text[:l.ahead]}
 	if t.fallback {
 		r.phase, r.OutputStart, r.started = consumed, t.off, true
 	}
@@ -578,11 +611,11 @@ func (s *Session) noteInput(p []byte) {
 	if open && s.trk.inputFor() {
 		// All lines of one write go the same way; a key without a
 		// newline (y to a prompt) is not the start of a command line.
-		s.trk.partial = s.trk.partial[:0]
+		s.trk.partial, s.trk.ahead = s.trk.partial[:0], 0
 		return
 	}
-	for _, line := range s.trk.lines(p) {
-		s.trk.add(line)
+	for _, line := range s.trk.lines(p, s.trk.busy()) {
+		s.trk.addTyped(line)
 	}
 }
 

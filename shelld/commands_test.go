@@ -554,7 +554,11 @@ func TestWrittenLines(t *testing.T) {
 		{"cut\r", []string{"cut"}},
 		{"\nin two\n", []string{"in two"}},
 	} {
-		if got := tr.lines([]byte(tc.write)); strings.Join(got, "|") != strings.Join(tc.want, "|") || len(got) != len(tc.want) {
+		var got []string
+		for _, l := range tr.lines([]byte(tc.write), false) {
+			got = append(got, l.text)
+		}
+		if strings.Join(got, "|") != strings.Join(tc.want, "|") || len(got) != len(tc.want) {
 			t.Errorf("lines(%q) = %q, want %q", tc.write, got, tc.want)
 		}
 	}
@@ -681,5 +685,51 @@ func TestTrackerTerminalEcho(t *testing.T) {
 			t.Errorf("record %d (%q): %s asInput %v output [%d,%d), want completed with %q",
 				tc.n, c.Input, c.Status, c.AsInput, c.OutputStart, c.OutputEnd, tc.out)
 		}
+	}
+}
+
+// What `env` gives wins over the login and rc files, in every shell the
+// integration knows, interactive and for an exec; rc off reads none.
+func TestEnvWinsAndRCOff(t *testing.T) {
+	home := t.TempDir()
+	for _, name := range []string{".profile", ".zprofile", ".zshrc", ".zlogin", ".zshenv", "envrc"} {
+		if err := os.WriteFile(filepath.Join(home, name), []byte("GSVFS_V=login; export GSVFS_V\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("HOME", home)
+	given := `ctl's $v "x"`
+	forShellsWith(t, func(s *Session) { s.SetEnv("GSVFS_V=" + given) }, func(t *testing.T, shell string, s *Session) {
+		if c := run(t, s, `echo "$GSVFS_V"`); outputOf(s, c) != given+"\n" {
+			t.Errorf("interactive %s: %q, want env's %q", shell, outputOf(s, c), given)
+		}
+	})
+	forShellsWith(t, func(s *Session) { s.SetEnv("ENV=" + filepath.Join(home, "envrc")); s.SetRC(false) }, func(t *testing.T, shell string, s *Session) {
+		if c := run(t, s, `echo "[$GSVFS_V]"`); outputOf(s, c) != "[]\n" || c.Status != Completed {
+			t.Errorf("interactive %s with rc off: %q (%s), want [] and a completed record", shell, outputOf(s, c), c.Status)
+		}
+	})
+	for _, sh := range testShells {
+		t.Run(sh.name+"-exec", func(t *testing.T) {
+			path, err := sh.find(t)
+			if err != nil {
+				t.Skipf("SKIPPED: %s is not installed here: %v", sh.name, err)
+			}
+			m := newManager(t, Config{Shell: path})
+			for _, tc := range []struct {
+				rc   bool
+				want string
+			}{{true, given}, {false, ""}} {
+				s := create(t, m)
+				s.SetRC(tc.rc)
+				if tc.rc {
+					s.SetEnv("GSVFS_V=" + given)
+				}
+				s.Exec(`echo "$GSVFS_V"`)
+				if st := wait(t, s); st.Status != Completed || output(s) != tc.want+"\n" {
+					t.Errorf("exec in %s, rc %v: %s %q, want %q", sh.name, tc.rc, st.Status, output(s), tc.want)
+				}
+			}
+		})
 	}
 }

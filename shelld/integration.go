@@ -51,11 +51,64 @@ func isBusybox(path string) bool {
 	return err == nil && filepath.Base(real) == "busybox"
 }
 
-// newIntegration writes the start-up files for the shell at path; env is
-// the environment the shell gets (the user's ENV or ZDOTDIR in it are
-// honoured). It returns nil for a shell it cannot follow.
-func newIntegration(path string, env []string) (*integration, error) {
-	kind := shellKind(path)
+// startup is how a session's shell starts: which shell, with what
+// environment, and whether it reads its login and rc files.
+type startup struct {
+	shell string   // the shell's path
+	env   []string // its environment: the allowed part of the daemon's, then ctl's
+	set   []string // ctl's NAME=VALUE, exported again after the start-up files so they win
+	rc    bool     // it reads the login and rc files (not `rc off`)
+}
+
+// exports is a line of shell that exports su.set, for bash, zsh and
+// POSIX sh; empty when there is nothing to export.
+func (su startup) exports() string {
+	if len(su.set) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("export")
+	for _, kv := range su.set {
+		name, value, _ := strings.Cut(kv, "=")
+		b.WriteString(" " + name + "=" + shQuote(value))
+	}
+	return b.String()
+}
+
+// execArgs are the arguments of the shell that runs command once: a
+// login shell (-l) unless rc is off, and for a shell gsvfs knows, ctl's
+// variables exported in front of the command, after the login files.
+func (su startup) execArgs(command string) []string {
+	kind := shellKind(su.shell)
+	if ex := su.exports(); kind != "" && ex != "" {
+		command = ex + "; " + command
+	}
+	if su.rc {
+		return []string{"-lc", command}
+	}
+	switch kind {
+	case "bash":
+		return []string{"--noprofile", "--norc", "-c", command}
+	case "zsh":
+		return []string{"-f", "-c", command} // /etc/zshenv is still read
+	}
+	return []string{"-c", command}
+}
+
+// plainArgs are the arguments of an interactive shell without the
+// integration.
+func (su startup) plainArgs() []string {
+	if su.rc {
+		return []string{"-l"}
+	}
+	return nil
+}
+
+// newIntegration writes the start-up files for the shell su starts (the
+// user's ENV or ZDOTDIR in su.env are honoured). It returns nil for a
+// shell it cannot follow.
+func newIntegration(su startup) (*integration, error) {
+	kind := shellKind(su.shell)
 	if kind == "" {
 		return nil, nil
 	}
@@ -66,7 +119,7 @@ func newIntegration(path string, env []string) (*integration, error) {
 	in := &integration{kind: kind, nonce: newNonce(), dir: dir}
 	lookup := func(name string) (string, bool) {
 		v, ok := "", false
-		for _, kv := range env {
+		for _, kv := range su.env {
 			if k, val, _ := strings.Cut(kv, "="); k == name {
 				v, ok = val, true
 			}
@@ -74,11 +127,12 @@ func newIntegration(path string, env []string) (*integration, error) {
 		return v, ok
 	}
 	mark := `\033]6973;` + in.nonce + `;`
+	set := su.exports() + "\n"
 	var files map[string]string
 	switch kind {
 	case "bash":
 		in.hasC, in.editor = true, true
-		files = map[string]string{"bashrc": bashRC(mark)}
+		files = map[string]string{"bashrc": bashRC(mark, su.rc, set)}
 		in.args = []string{"--rcfile", filepath.Join(dir, "bashrc"), "-i"}
 	case "zsh":
 		in.hasC, in.editor = true, true
@@ -86,14 +140,23 @@ func newIntegration(path string, env []string) (*integration, error) {
 		if zd, ok := lookup("ZDOTDIR"); ok {
 			user = shQuote(zd)
 		}
-		files = zshFiles(mark, user)
+		files = zshFiles(mark, user, su.rc, set)
 		in.args = []string{"-l", "-i"}
-		in.env = []string{"ZDOTDIR=" + dir}
+		if !su.rc {
+			in.args = []string{"-d", "-l", "-i"} // no global files but /etc/zshenv
+		}
 	case "sh":
 		userEnv, hadEnv := lookup("ENV")
-		in.editor = isBusybox(path) // dash has none; ksh's is off by default
-		files = map[string]string{"env.sh": shEnv(mark, userEnv, hadEnv, in.editor)}
+		in.editor = isBusybox(su.shell) // dash has none; ksh's is off by default
+		files = map[string]string{"env.sh": shEnv(mark, userEnv, hadEnv && su.rc, in.editor) + set}
 		in.args = []string{"-l", "-i"}
+		if !su.rc {
+			in.args = []string{"-i"} // no profile; $ENV is ours alone
+		}
+	}
+	if kind == "zsh" {
+		in.env = []string{"ZDOTDIR=" + dir}
+	} else if kind == "sh" {
 		in.env = []string{"ENV=" + filepath.Join(dir, "env.sh")}
 	}
 	for name, text := range files {
@@ -118,20 +181,25 @@ func shQuote(s string) string {
 }
 
 // bashRC is the --rcfile of bash. bash -l ignores --rcfile, so the file
-// reads what a login shell reads, in its order, then puts its hook first
+// reads what a login shell reads, in its order (unless rc is off), then
+// runs set (ctl's exports, which so win), then puts its hook first
 // in PROMPT_COMMAND (to see $? of the command) and its markers at the end
 // of PS1, PS2 and PS0, again at each prompt if a user's change dropped them.
 // The markers are written with prompt escapes (\e, \a), so printing $PS1
 // shows text, not a marker.
-func bashRC(mark string) string {
+func bashRC(mark string, rc bool, set string) string {
 	m := strings.ReplaceAll(mark, `\033`, `\e`)
-	return fmt.Sprintf(`# gsvfs shell integration: the login files, then prompt markers.
-if [ -r /etc/profile ]; then . /etc/profile; fi
+	login := ""
+	if rc {
+		login = `if [ -r /etc/profile ]; then . /etc/profile; fi
 for __gsvfs_f in ~/.bash_profile ~/.bash_login ~/.profile; do
 	if [ -r "$__gsvfs_f" ]; then . "$__gsvfs_f"; break; fi
 done
 unset __gsvfs_f
-__gsvfs_n=0
+`
+	}
+	return fmt.Sprintf(`# gsvfs shell integration: the login files, ctl's variables, then prompt markers.
+%[3]s%[4]s__gsvfs_n=0
 __gsvfs_prompt() {
 	local s=$?
 	printf '%[1]s%%s;D;%%s;%%s\a' "$$" "$s" "$((++__gsvfs_n))"
@@ -145,7 +213,7 @@ if (( BASH_VERSINFO[0] > 5 || (BASH_VERSINFO[0] == 5 && BASH_VERSINFO[1] >= 1) )
 else
 	PROMPT_COMMAND="__gsvfs_prompt${PROMPT_COMMAND:+;$PROMPT_COMMAND}"
 fi
-`, mark, m)
+`, mark, m, login, set)
 }
 
 // shEnv is the $ENV file of a POSIX sh: it restores the user's ENV (and
@@ -181,8 +249,14 @@ unset __gsvfs_m __gsvfs_a
 // inside reads only the user's files. PROMPT_SP, which zsh prints before
 // precmd, is done by the hook after the D marker instead, so it is not
 // counted in a command's output.
-func zshFiles(mark, userZdotdir string) map[string]string {
+//
+// With rc off the user's files are not read. set (ctl's exports) runs at
+// the end of .zlogin, the last file read, so its values win.
+func zshFiles(mark, userZdotdir string, rc bool, set string) map[string]string {
 	read := func(name string) string {
+		if !rc {
+			return ""
+		}
 		return fmt.Sprintf(`ZDOTDIR=$__gsvfs_uzd
 if [[ -r $ZDOTDIR/%[1]s ]]; then . $ZDOTDIR/%[1]s; fi
 __gsvfs_uzd=$ZDOTDIR
@@ -216,7 +290,7 @@ preexec_functions+=(__gsvfs_preexec)
 		".zshenv":   "# gsvfs shell integration\n__gsvfs_zd=$ZDOTDIR\n__gsvfs_uzd=" + userZdotdir + "\n" + read(".zshenv"),
 		".zprofile": "# gsvfs shell integration\n" + read(".zprofile"),
 		".zshrc":    "# gsvfs shell integration\n" + read(".zshrc") + hooks,
-		".zlogin": "# gsvfs shell integration\n" + read(".zlogin") +
+		".zlogin": "# gsvfs shell integration\n" + read(".zlogin") + set +
 			"ZDOTDIR=$__gsvfs_uzd\nunset __gsvfs_zd __gsvfs_uzd\n",
 	}
 }

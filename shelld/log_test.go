@@ -3,6 +3,7 @@ package shelld
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -91,5 +92,48 @@ func TestLogFollow(t *testing.T) {
 	}
 	if more, _ := l.Follow(context.Background(), 0); !more {
 		t.Error("Follow below the end after Close: want more")
+	}
+}
+
+// A line log drops its head in whole lines, at least MarkerRoom bytes at
+// a time; its marked view and TailText say what went in a first line.
+func TestLineLog(t *testing.T) {
+	l := NewLineLog(100, fixedClock())
+	var all strings.Builder
+	for i := range 40 {
+		line := strings.Repeat(string(rune('a'+i%26)), i%9) + "\n"
+		all.WriteString(line)
+		l.Write([]byte(line))
+	}
+	start, end, _, _ := l.Stat()
+	if end != int64(all.Len()) || end-start > 100 || all.String()[start-1] != '\n' {
+		t.Fatalf("start %d end %d: want every byte counted, at most 100 kept, from a line's start", start, end)
+	}
+	mark := TruncationMarker(start)
+	want := mark + all.String()[start:]
+	m := l.Marked()
+	from, mend, _, _ := m.Stat()
+	if from != start-int64(len(mark)) || mend != end {
+		t.Errorf("marked Stat: %d %d, want %d %d", from, mend, start-int64(len(mark)), end)
+	}
+	buf := make([]byte, 1000)
+	if n, err := m.ReadAt(buf, from); string(buf[:n]) != want || err != nil {
+		t.Errorf("marked read: %q (%v), want %q", buf[:n], err, want)
+	}
+	if n, _ := m.ReadAt(buf[:5], from+3); string(buf[:n]) != want[3:8] {
+		t.Errorf("marked read inside the marker: %q, want %q", buf[:n], want[3:8])
+	}
+	if _, err := m.ReadAt(buf, from-1); !errors.Is(err, ErrGone) {
+		t.Errorf("marked read below the marker: %v, want ErrGone", err)
+	}
+	tail := string(l.TailText(20))
+	first, rest, _ := strings.Cut(tail, "\n")
+	var n int
+	fmt.Sscanf(first, "[gsvfs: %d bytes truncated]", &n)
+	if n+len(rest) != all.Len() || all.String()[n-1] != '\n' || len(rest) > 20 || first+"\n" != TruncationMarker(int64(n)) {
+		t.Errorf("TailText(20): %q, want a marker and whole lines of the last 20 bytes", tail)
+	}
+	if got := string(NewLineLog(100, fixedClock()).TailText(20)); got != "" {
+		t.Errorf("TailText of an empty log: %q", got)
 	}
 }

@@ -27,8 +27,11 @@ type Config struct {
 	// Env is the allow-list: the names of the daemon's environment
 	// variables a session inherits. Nothing else of the daemon's
 	// environment reaches a session.
-	Env   []string
-	Clock func() time.Time
+	Env []string
+	// Shells is the list of the shells a session may choose (`shell
+	// PATH`), /etc/shells by default.
+	Shells string
+	Clock  func() time.Time
 }
 
 // DefaultUmask is the sessions' umask when Config.Umask is nil.
@@ -77,6 +80,9 @@ func (c *Config) fill() {
 	if c.Env == nil {
 		c.Env = DefaultEnv
 	}
+	if c.Shells == "" {
+		c.Shells = "/etc/shells"
+	}
 	if c.Clock == nil {
 		c.Clock = time.Now
 	}
@@ -84,8 +90,8 @@ func (c *Config) fill() {
 
 // environ is the allowed part of the daemon's environment, with TERM set
 // for the terminal the session gets and SHELL to the shell it runs.
-func (c *Config) environ() []string {
-	env := []string{"TERM=xterm-256color", "SHELL=" + c.Shell}
+func (c *Config) environ(shell string) []string {
+	env := []string{"TERM=xterm-256color", "SHELL=" + shell}
 	for _, name := range c.Env {
 		if v, ok := os.LookupEnv(name); ok && name != "TERM" && name != "SHELL" {
 			env = append(env, name+"="+v)

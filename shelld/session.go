@@ -6,9 +6,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,6 +36,9 @@ var (
 	ErrExited  = errors.New("shelld: the session's process has exited")
 	ErrStarted = errors.New("shelld: the session already runs a process")
 	ErrNotRun  = errors.New("shelld: the session runs no process")
+	// ErrNotAShell is the error of SetShell for a path /etc/shells does
+	// not list (EINVAL at the edges).
+	ErrNotAShell = errors.New("not a shell listed in /etc/shells")
 )
 
 // Status is a snapshot of a session, the fields /proc/<id>/status shows.
@@ -71,6 +76,7 @@ type Session struct {
 	id  string
 	cfg *Config
 	out *Log
+	err *Log // an exec's standard error, apart from its terminal (empty for a shell)
 
 	mu       sync.Mutex
 	state    string
@@ -79,6 +85,8 @@ type Session struct {
 	sighted  sighting // the reader last seen blocked on the terminal (tty.go)
 	workdir  string
 	env      []string // additions from `env K=V`, applied at start
+	shell    string   // the shell it runs (`shell PATH`); empty: the daemon's
+	norc     bool     // `rc off`: the shell reads no login or rc files
 	timeout  time.Duration
 	size     [2]uint16 // rows, cols of the terminal
 	cmd      *exec.Cmd
@@ -108,7 +116,8 @@ type Session struct {
 }
 
 func newSession(id string, cfg *Config) *Session {
-	return &Session{id: id, cfg: cfg, out: NewLog(cfg.OutputCap, cfg.Clock),
+	return &Session{id: id, cfg: cfg, out: NewLineLog(cfg.OutputCap, cfg.Clock),
+		err:   NewLineLog(cfg.OutputCap, cfg.Clock),
 		state: Idle, workdir: cfg.Workdir, size: [2]uint16{24, 80},
 		done: make(chan struct{}), hungUp: make(chan struct{})}
 }
@@ -119,6 +128,19 @@ func (s *Session) ID() string { return s.id }
 // Output is the session's output log.
 func (s *Session) Output() *Log { return s.out }
 
+// Stderr is the standard error of an exec, which goes to a pipe of its
+// own; an interactive shell's is merged in its terminal, and this stays
+// empty.
+func (s *Session) Stderr() *Log { return s.err }
+
+// OneShot reports whether the session runs (or ran) one command, an
+// exec, rather than an interactive shell.
+func (s *Session) OneShot() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cmd != nil && s.trk == nil
+}
+
 // Done is closed once the process has exited and its output is drained.
 func (s *Session) Done() <-chan struct{} { return s.done }
 
@@ -128,57 +150,79 @@ func (s *Session) Done() <-chan struct{} { return s.done }
 // records only end when the next line is written.
 func (s *Session) StartShell() error {
 	s.mu.Lock()
-	env := append(s.cfg.environ(), s.env...)
+	su := s.startupLocked()
 	s.mu.Unlock()
-	in, err := newIntegration(s.cfg.Shell, env)
+	in, err := newIntegration(su)
 	if err != nil {
 		in = nil // run it plain rather than not at all
 	}
-	err = s.startWith(s.cfg.Shell, []string{"-l"}, s.cfg.Shell+" -l", 0, in, true)
+	args := su.plainArgs()
+	if in != nil {
+		args = in.args
+	}
+	err = s.startWith(su, args, su.shell+" -l", 0, in, true)
 	if err == nil {
 		s.mu.Lock()
-		s.title = filepath.Base(s.cfg.Shell)
+		s.title = filepath.Base(su.shell)
 		s.mu.Unlock()
 	}
 	return err
 }
 
-// Exec runs one command with `$SHELL -lc`, under the exec timeout unless
-// SetTimeout chose another.
+// Exec runs one command with `$SHELL -lc` (`-c` with rc off), under the
+// exec timeout unless SetTimeout chose another; its standard error goes
+// to Stderr.
 func (s *Session) Exec(command string) error {
 	s.mu.Lock()
 	timeout := s.timeout
+	su := s.startupLocked()
 	s.mu.Unlock()
 	if timeout == 0 {
 		timeout = s.cfg.ExecTimeout
 	}
-	return s.startWith(s.cfg.Shell, []string{"-lc", command}, command, timeout, nil, false)
+	return s.startWith(su, su.execArgs(command), command, timeout, nil, false)
 }
 
-func (s *Session) startWith(path string, args []string, command string, timeout time.Duration, in *integration, interactive bool) error {
+// startupLocked is how the session's shell is to start.
+func (s *Session) startupLocked() startup {
+	sh := cmp.Or(s.shell, s.cfg.Shell)
+	return startup{shell: sh, env: append(s.cfg.environ(sh), s.env...),
+		set: slices.Clone(s.env), rc: !s.norc}
+}
+
+// startWith starts the process: an interactive shell, or an exec whose
+// standard error goes to a pipe of its own.
+func (s *Session) startWith(su startup, args []string, command string, timeout time.Duration, in *integration, interactive bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state != Idle {
 		in.remove()
 		return s.failLocked(ErrStarted)
 	}
-	env := append(s.cfg.environ(), s.env...)
+	env := su.env
 	if in != nil {
-		args = in.args
 		env = append(env, in.env...)
 	}
-	cmd := exec.Command(path, args...)
+	cmd := exec.Command(su.shell, args...)
 	cmd.Dir = s.workdir
 	cmd.Env = env
-	tty, pts, err := startPty(cmd, ptyOptions{rows: s.size[0], cols: s.size[1], umask: *s.cfg.Umask, plain: !interactive})
+	o := ptyOptions{rows: s.size[0], cols: s.size[1], umask: *s.cfg.Umask, plain: !interactive}
+	var errs *os.File
+	if !interactive {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return s.failStartLocked(su.shell, command, err)
+		}
+		errs, o.stderr = r, w
+		defer w.Close() // the child has its own
+	}
+	tty, pts, err := startPty(cmd, o)
 	if err != nil {
 		in.remove()
-		s.state, s.command = Failed, command
-		s.started = s.cfg.Clock()
-		s.ended = s.started // finished: forgotten after the retention time
-		s.out.Close()
-		close(s.done)
-		return s.failLocked(fmt.Errorf("start %s: %w", path, err))
+		if errs != nil {
+			errs.Close()
+		}
+		return s.failStartLocked(su.shell, command, err)
 	}
 	s.cmd, s.tty, s.pts, s.command, s.state = cmd, tty, pts, command, Running
 	s.started = s.cfg.Clock()
@@ -189,11 +233,23 @@ func (s *Session) startWith(path string, args []string, command string, timeout 
 	if interactive {
 		s.trk = newTracker(cmd.Process.Pid, in != nil && in.hasC, in != nil && in.editor, s.cfg.Clock)
 	}
-	go s.run()
+	go s.run(errs)
 	if timeout > 0 {
 		time.AfterFunc(timeout, s.expire)
 	}
 	return nil
+}
+
+// failStartLocked records a process that could not start: the session
+// is finished (and forgotten after the retention time).
+func (s *Session) failStartLocked(path, command string, err error) error {
+	s.state, s.command = Failed, command
+	s.started = s.cfg.Clock()
+	s.ended = s.started
+	s.out.Close()
+	s.err.Close()
+	close(s.done)
+	return s.failLocked(fmt.Errorf("start %s: %w", path, err))
 }
 
 // drainGrace is how long the end of a process waits for its last output
@@ -206,7 +262,8 @@ const drainGrace = 100 * time.Millisecond
 type ptyOptions struct {
 	rows, cols uint16
 	umask      int
-	plain      bool // no output processing: one-shots print plain \n lines
+	plain      bool     // no output processing: one-shots print plain \n lines
+	stderr     *os.File // the process's standard error when not the terminal
 }
 
 // startPty starts cmd as a session leader on a new terminal of the given
@@ -234,6 +291,9 @@ func startPty(cmd *exec.Cmd, o ptyOptions) (*os.File, string, error) {
 		}
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	if o.stderr != nil {
+		cmd.Stderr = o.stderr
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
 	if err := startWithUmask(cmd, o.umask); err != nil {
 		master.Close()
@@ -243,17 +303,28 @@ func startPty(cmd *exec.Cmd, o ptyOptions) (*os.File, string, error) {
 }
 
 // run drains the terminal into the log (always, so a process nobody reads
-// never stalls on a full terminal) and records how the process ended.
-func (s *Session) run() {
+// never stalls on a full terminal), and errs, an exec's standard error,
+// into its own, and records how the process ended.
+func (s *Session) run(errs *os.File) {
 	drained := s.hungUp
 	go func() {
 		s.pump() // ends with EIO once the last writer closes
 		close(drained)
 	}()
+	errDrained := make(chan struct{})
+	go func() {
+		if errs != nil {
+			io.Copy(s.err, errs) // ends once the last writer closes
+		}
+		close(errDrained)
+	}()
 	ws, err := waitExit(s.cmd.Process.Pid) // not reaped: see exit_linux.go
-	select {
-	case <-drained:
-	case <-time.After(drainGrace):
+	grace := time.After(drainGrace)
+	for _, ch := range []chan struct{}{drained, errDrained} {
+		select {
+		case <-ch:
+		case <-grace:
+		}
 	}
 	s.mu.Lock()
 	s.ended = s.cfg.Clock()
@@ -270,9 +341,14 @@ func (s *Session) run() {
 	s.rd.Unlock()
 	s.integ.remove()
 	s.out.Close()
+	s.err.Close()
 	close(s.done)
 	<-drained
 	s.tty.Close()
+	<-errDrained
+	if errs != nil {
+		errs.Close()
+	}
 }
 
 // pump reads the terminal until it ends: whatever is there, as soon as it
@@ -787,7 +863,7 @@ func (s *Session) Resize(rows, cols uint16) error {
 func (s *Session) Environ() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append(s.cfg.environ(), s.env...)
+	return s.startupLocked().env
 }
 
 // CommandLine is what the session runs: the login shell or the exec's
@@ -836,15 +912,62 @@ func (s *Session) SetWorkdir(dir string) error {
 	return nil
 }
 
-// SetEnv adds K=V to the environment the process starts with.
-func (s *Session) SetEnv(kv string) error {
+// SetShell sets the shell the session runs, interactive or for an exec,
+// instead of the daemon's: an absolute path that /etc/shells lists, as
+// for chsh(1).
+func (s *Session) SetShell(path string) error {
+	return s.beforeStart(func() error {
+		if !filepath.IsAbs(path) || !listedShell(s.cfg.Shells, path) {
+			return &os.PathError{Op: "shell", Path: path, Err: ErrNotAShell}
+		}
+		if _, err := os.Stat(path); err != nil {
+			return err
+		}
+		s.shell = path
+		return nil
+	})
+}
+
+// beforeStart runs set, a change of how the process is to start, with
+// the session locked, if it has not started (else ErrStarted); its error
+// is the session's lastError.
+func (s *Session) beforeStart(set func() error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state != Idle {
 		return s.failLocked(ErrStarted)
 	}
-	s.env = append(s.env, kv)
+	if err := set(); err != nil {
+		return s.failLocked(err)
+	}
 	return nil
+}
+
+// listedShell reports whether the file list (/etc/shells: one path a
+// line, # comments) holds path.
+func listedShell(list, path string) bool {
+	b, err := os.ReadFile(list)
+	if err != nil {
+		return false
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if strings.TrimSpace(line) == path {
+			return true
+		}
+	}
+	return false
+}
+
+// SetRC says whether the shell reads its login and rc files (the
+// default) or starts without them (`rc off`): a pristine environment,
+// the allowed part of the daemon's and what `env` added.
+func (s *Session) SetRC(on bool) error {
+	return s.beforeStart(func() error { s.norc = !on; return nil })
+}
+
+// SetEnv adds K=V to the environment the process starts with.
+func (s *Session) SetEnv(kv string) error {
+	return s.beforeStart(func() error { s.env = append(s.env, kv); return nil })
 }
 
 // Fail records why a request about the session failed (lastError) and

@@ -79,11 +79,12 @@ func TestExecExitCodes(t *testing.T) {
 		code   int
 		signal string
 		out    string
+		errs   string
 	}{
-		{"echo hi", Completed, 0, "", "hi"},
-		{"echo oops >&2; exit 3", Failed, 3, "", "oops"},
-		{"kill -TERM $$", Killed, -1, "SIGTERM", ""},
-		{"kill -KILL $$", Killed, -1, "SIGKILL", ""},
+		{"echo hi", Completed, 0, "", "hi", ""},
+		{"echo oops >&2; exit 3", Failed, 3, "", "", "oops\n"},
+		{"kill -TERM $$", Killed, -1, "SIGTERM", "", ""},
+		{"kill -KILL $$", Killed, -1, "SIGKILL", "", ""},
 	} {
 		s := create(t, m)
 		if err := s.Exec(tc.cmd); err != nil {
@@ -101,6 +102,9 @@ func TestExecExitCodes(t *testing.T) {
 		}
 		if !strings.Contains(output(s), tc.out) {
 			t.Errorf("%q: output %q, want it to contain %q", tc.cmd, output(s), tc.out)
+		}
+		if errs := string(s.Stderr().Tail(100)); errs != tc.errs {
+			t.Errorf("%q: stderr %q, want %q", tc.cmd, errs, tc.errs)
 		}
 		if st.Command != tc.cmd || st.EndedAt.IsZero() || st.Pid == 0 {
 			t.Errorf("%q: status %+v", tc.cmd, st)

@@ -42,7 +42,7 @@ const (
 )
 
 // sessionFiles are the names in a session's directory, sorted.
-var sessionFiles = []string{"cmdline", "cmds", "ctl", "cwd", "env", "screen", "status", "stdin", "stdout", "stream", "tail", "wait"}
+var sessionFiles = []string{"cmdline", "cmds", "ctl", "cwd", "env", "screen", "status", "stderr", "stdin", "stdout", "stream", "tail", "wait"}
 
 // procStatus is a session's status (and wait) JSON.
 type procStatus struct {
@@ -416,12 +416,18 @@ func testProcOutputCap(t *testing.T) {
 	if fi.Size != total {
 		t.Errorf("stdout's size: got %d, want %d", fi.Size, total)
 	}
-	tail := want.String()[want.Len()-limit:]
-	if got := s.read("stdout"); got != tail {
-		t.Errorf("stdout: got %d bytes %.20q...%q; want the last %d: %.20q...%q",
-			len(got), got, got[max(0, len(got)-20):], limit, tail, tail[len(tail)-20:])
+	// One line longer than the cap: its head is cut inside it, and a
+	// marker line counting the bytes dropped comes first.
+	got := s.read("stdout")
+	var dropped int
+	first, rest, _ := strings.Cut(got, "\n")
+	if _, err := fmt.Sscanf(first, "[gsvfs: %d bytes truncated]", &dropped); err != nil ||
+		dropped+len(rest) != want.Len() || rest != want.String()[dropped:] || len(rest) > limit {
+		t.Errorf("stdout: got %d bytes %.40q...%q; want a marker line, then at most the last %d bytes",
+			len(got), got, got[max(0, len(got)-20):], limit)
 	}
-	if got, want := s.read("tail"), tail[len(tail)-4000:]; got != want {
+	tail := want.String()[want.Len()-4000:]
+	if got, want := s.read("tail"), tail; got != want {
 		t.Errorf("tail: got %d bytes ending %q; want %d ending %q", len(got), got[max(0, len(got)-20):], len(want), want[len(want)-20:])
 	}
 }
