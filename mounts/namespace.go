@@ -184,13 +184,13 @@ func (t *Table) bind(ctx context.Context, b bindLine, hostDir func(string) (vfs.
 	if a, err := old.Attr(ctx); err != nil || !a.IsDir() {
 		return fmt.Errorf("%s is not a directory", b.old)
 	}
-	layer := Layer{Dir: old, Create: b.create}
+	layer := Layer{Dir: old, Create: b.create, Name: b.old}
 	layers := []Layer{layer}
 	if b.before || b.after {
 		have := t.ns.binds[b.new]
 		if have == nil {
 			if cur, err := vfs.Walk(ctx, t.Root(), strings.TrimPrefix(b.new, "/")); err == nil {
-				have = []Layer{{Dir: cur}}
+				have = []Layer{{Dir: cur, Name: b.new}} // what NEW showed
 			}
 		}
 		if b.before {

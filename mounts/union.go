@@ -25,7 +25,15 @@ import (
 type Layer struct {
 	Dir    vfs.Node // nil: the creation layer has no such directory yet
 	Create bool     // new names and copies go here
+	// Name is the layer's path as the namespace file names it (the
+	// OLD of its bind line), which its files report in LayerXattr.
+	Name string
 }
+
+// LayerXattr is the extended attribute of a file found in a union that
+// names the layer it came from (Layer.Name), as a tool that resolves a
+// name over several directories reports where it found it.
+const LayerXattr = "user.gsvfs.layer"
 
 // unionDir is a union directory: the top of a bind, or a subdirectory
 // found in several layers. parent is nil at the top.
@@ -45,6 +53,16 @@ func (u *unionDir) first() vfs.Node {
 		}
 	}
 	return nil
+}
+
+// creationName is the name of the creation layer.
+func (u *unionDir) creationName() string {
+	for _, l := range u.layers {
+		if l.Create {
+			return l.Name
+		}
+	}
+	return ""
 }
 
 // created is the creation layer's directory, or nil where it has none.
@@ -129,7 +147,7 @@ func (u *unionDir) Lookup(ctx context.Context, name string) (vfs.Node, error) {
 		}
 		if n == nil {
 			if l.Create {
-				sub = append(sub, Layer{Create: true}) // made on a change
+				sub = append(sub, Layer{Create: true, Name: l.Name}) // made on a change
 			}
 			continue
 		}
@@ -138,11 +156,11 @@ func (u *unionDir) Lookup(ctx context.Context, name string) (vfs.Node, error) {
 			return nil, err
 		}
 		if a.IsDir() {
-			sub = append(sub, Layer{Dir: n, Create: l.Create})
+			sub = append(sub, Layer{Dir: n, Create: l.Create, Name: l.Name})
 			continue
 		}
 		if len(sub) == 0 || !hasDir(sub) {
-			return &unionFile{Node: n, dir: u, name: name, copied: l.Create}, nil
+			return &unionFile{Node: n, dir: u, name: name, layer: l.Name, copied: l.Create}, nil
 		}
 	}
 	if !hasDir(sub) {
@@ -204,7 +222,7 @@ func (u *unionDir) Create(ctx context.Context, name string, flags int, mode uint
 	if err != nil {
 		return nil, nil, err
 	}
-	return &unionFile{Node: n, dir: u, name: name, copied: true}, h, nil
+	return &unionFile{Node: n, dir: u, name: name, layer: u.creationName(), copied: true}, h, nil
 }
 
 func (u *unionDir) Mkdir(ctx context.Context, name string, mode uint32) (vfs.Node, error) {
@@ -238,7 +256,7 @@ func (u *unionDir) Symlink(ctx context.Context, name, target string) (vfs.Node, 
 	if err != nil {
 		return nil, err
 	}
-	return &unionFile{Node: n, dir: u, name: name, copied: true}, nil
+	return &unionFile{Node: n, dir: u, name: name, layer: u.creationName(), copied: true}, nil
 }
 
 // Remove removes name from the creation layer; a name only other layers
@@ -290,7 +308,8 @@ type unionFile struct {
 	vfs.Node
 	dir    *unionDir
 	name   string
-	copied bool // the file is the creation layer's
+	layer  string // the Name of the layer it is in
+	copied bool   // the file is the creation layer's
 }
 
 // Readlink reads a symlink found in a layer.
@@ -355,7 +374,7 @@ func (f *unionFile) copyUp(ctx context.Context) error {
 	if err := dst.Close(); err != nil {
 		return err
 	}
-	f.Node, f.copied = n, true
+	f.Node, f.copied, f.layer = n, true, f.dir.creationName()
 	return nil
 }
 
@@ -376,4 +395,48 @@ func copyHandle(ctx context.Context, dst, src vfs.Handle) error {
 			return err
 		}
 	}
+}
+
+// GetXattr answers LayerXattr with the file's layer, and reads any other
+// attribute from the layer's file.
+func (f *unionFile) GetXattr(ctx context.Context, name string) ([]byte, error) {
+	if name == LayerXattr {
+		return []byte(f.layer), nil
+	}
+	if x, ok := f.Node.(vfs.Xattrer); ok {
+		return x.GetXattr(ctx, name)
+	}
+	return nil, vfs.Error("getxattr", f.name, syscall.ENODATA)
+}
+
+// ListXattr lists the layer's file's attributes and LayerXattr.
+func (f *unionFile) ListXattr(ctx context.Context) ([]string, error) {
+	var names []string
+	if x, ok := f.Node.(vfs.Xattrer); ok {
+		got, err := x.ListXattr(ctx)
+		if err != nil {
+			return nil, err
+		}
+		names = append(names, got...)
+	}
+	return append(names, LayerXattr), nil
+}
+
+// SetXattr refuses LayerXattr, which the union keeps (EPERM). Other
+// attributes are not changed through a union (ENOTSUP): a copy up does
+// not carry them.
+func (f *unionFile) SetXattr(_ context.Context, name string, _ []byte, _ int) error {
+	return xattrRefused("setxattr", f.name, name)
+}
+
+// RemoveXattr refuses as SetXattr does.
+func (f *unionFile) RemoveXattr(_ context.Context, name string) error {
+	return xattrRefused("removexattr", f.name, name)
+}
+
+func xattrRefused(op, file, name string) error {
+	if name == LayerXattr {
+		return vfs.Error(op, file, syscall.EPERM)
+	}
+	return vfs.Error(op, file, syscall.ENOTSUP)
 }

@@ -242,3 +242,40 @@ func TestNamespaceMount(t *testing.T) {
 		t.Errorf("/mnt/other is still there")
 	}
 }
+
+// A file of a union names its layer in LayerXattr, which the union keeps;
+// a copy up moves it to the creation layer.
+func TestUnionLayerName(t *testing.T) {
+	_, own := hostDir(t, map[string]string{"mine.md": "mine"})
+	_, global := hostDir(t, map[string]string{"global.md": "global", "pdf/README.md": "pdf"})
+	u := NewUnion([]Layer{{Dir: own, Create: true, Name: "/own"}, {Dir: global, Name: "/global"}})
+	layer := func(names ...string) string {
+		t.Helper()
+		v, err := walk(t, u, names...).(vfs.Xattrer).GetXattr(ctx, LayerXattr)
+		if err != nil {
+			t.Fatalf("getxattr %q: %v", names, err)
+		}
+		return string(v)
+	}
+	if got := []string{layer("mine.md"), layer("global.md"), layer("pdf", "README.md")}; !slices.Equal(got, []string{"/own", "/global", "/global"}) {
+		t.Errorf("layers: %q", got)
+	}
+	f := walk(t, u, "global.md").(vfs.Xattrer)
+	if got, err := f.ListXattr(ctx); err != nil || !slices.Contains(got, LayerXattr) {
+		t.Errorf("listxattr: %q, %v", got, err)
+	}
+	if err := f.SetXattr(ctx, LayerXattr, []byte("/x"), 0); vfs.Errno(err) != syscall.EPERM {
+		t.Errorf("setxattr of the layer: %v, want EPERM", err)
+	}
+	if err := f.RemoveXattr(ctx, LayerXattr); vfs.Errno(err) != syscall.EPERM {
+		t.Errorf("removexattr of the layer: %v, want EPERM", err)
+	}
+	h, err := walk(t, u, "pdf", "README.md").Open(ctx, os.O_WRONLY|os.O_APPEND)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+	if got := layer("pdf", "README.md"); got != "/own" {
+		t.Errorf("layer after a copy up: %q, want /own", got)
+	}
+}

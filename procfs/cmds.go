@@ -98,7 +98,9 @@ func newRecordDir(d *sessionDir, n int) *recordDir {
 		"output": f.snapshot(func() []byte { return d.output(get()) }),
 		"exit":   f.snapshot(func() []byte { return exitLine(get()) }),
 		"status": f.snapshot(func() []byte { return jsonLine(get()) }),
-		"wait":   f.blocking(func(ctx context.Context) ([]byte, error) { return d.waitCommand(ctx, n) }),
+		"wait": f.blocking(func(ctx context.Context, block bool) ([]byte, error) {
+			return d.waitCommand(ctx, n, block)
+		}),
 	})
 	return r
 }
@@ -145,9 +147,10 @@ type waited struct {
 }
 
 // waitCommand is cmds/<n>/wait: the record, with its output, once the
-// command has ended or waits for input, or when the yield time passes.
-func (d *sessionDir) waitCommand(ctx context.Context, n int) ([]byte, error) {
-	yctx, cancel := context.WithTimeout(ctx, d.yieldTime())
+// command has ended or waits for input, or when the yield time passes;
+// at once for an open that does not block.
+func (d *sessionDir) waitCommand(ctx context.Context, n int, block bool) ([]byte, error) {
+	yctx, cancel := context.WithTimeout(ctx, d.yieldFor(block))
 	defer cancel()
 	c, err := d.s.WaitCommand(yctx, n)
 	switch {

@@ -24,6 +24,9 @@ type file struct {
 	// inputs (stdin, ctl) accept truncation and ignore it, so that
 	// `echo x > ctl` and editors' O_TRUNC opens work.
 	input bool
+	// of is the session whose directory holds the file, which its opens
+	// hold (hold.go); nil elsewhere.
+	of *sessionDir
 }
 
 // Quick: a file's attributes are in memory; only its reads may wait.
@@ -55,7 +58,11 @@ func (f *file) Open(ctx context.Context, flags int) (vfs.Handle, error) {
 	if err := checkAccess(f.mode, flags, f.input); err != nil {
 		return nil, err
 	}
-	return f.open(ctx, flags)
+	h, err := f.open(ctx, flags)
+	if err != nil || f.of == nil {
+		return h, err
+	}
+	return f.of.held(h, flags), nil
 }
 
 // checkAccess refuses an open the file's mode does not allow, whoever
@@ -110,12 +117,20 @@ func (h *lazyHandle) WriteAt(context.Context, []byte, int64) (int, error) {
 func (h *lazyHandle) Close() error { return nil }
 
 // blocking is a file whose first read waits (at most the yield time)
-// before its snapshot is made.
-func (f *FS) blocking(gen func(ctx context.Context) ([]byte, error)) *file {
-	return &file{meta: f.meta(syscall.S_IFREG | 0o444), open: func(context.Context, int) (vfs.Handle, error) {
-		return &lazyHandle{gen: gen}, nil
+// before its snapshot is made. Opened with O_NONBLOCK, it does not wait
+// (see blocks).
+func (f *FS) blocking(gen func(ctx context.Context, block bool) ([]byte, error)) *file {
+	return &file{meta: f.meta(syscall.S_IFREG | 0o444), open: func(_ context.Context, flags int) (vfs.Handle, error) {
+		block := blocks(flags)
+		return &lazyHandle{gen: func(ctx context.Context) ([]byte, error) { return gen(ctx, block) }}, nil
 	}}
 }
+
+// blocks reports whether reads of an open with flags may wait: not with
+// O_NONBLOCK, as a pipe's. GNU grep -r opens every file it meets so (lest
+// a FIFO hang it), so a recursive grep of /proc takes what the blocking
+// files hold now instead of a yield time for each of them.
+func blocks(flags int) bool { return flags&syscall.O_NONBLOCK == 0 }
 
 // writeHandle hands every write to a function: an input's bytes go
 // through as they come, whatever the offset.

@@ -5,9 +5,10 @@
 //
 // It is a thin view: every file reads or drives a shelld.Session, and no
 // state lives here but what only files have — the yield time of blocking
-// reads, the offsets of readers whose output was dropped, and the temp
-// files of agents' atomic saves (created beside stdin or ctl and renamed
-// over them, which then acts as one write of their bytes).
+// reads, the offsets of readers whose output was dropped, whether a
+// cloned session was claimed (hold.go), and the temp files of agents'
+// atomic saves (created beside stdin or ctl and renamed over them, which
+// then acts as one write of their bytes).
 package procfs
 
 import (
@@ -31,10 +32,17 @@ type Options struct {
 	// Yield is how long a blocking read (wait, stream) waits at most,
 	// unless a session's `yield` verb says otherwise (5 s).
 	Yield time.Duration
+	// CloneGrace is how long a session made by reading clone stays
+	// after clone is closed when nobody has opened its ctl or stdin
+	// (60 s; the retention time where that is shorter).
+	CloneGrace time.Duration
 }
 
 // DefaultYield is the yield time of a session that set none.
 const DefaultYield = 5 * time.Second
+
+// DefaultCloneGrace is the CloneGrace of Options that set none.
+const DefaultCloneGrace = time.Minute
 
 // MaxYield bounds the yield verb: no read waits longer than an hour.
 const MaxYield = time.Hour
@@ -56,6 +64,9 @@ type FS struct {
 func New(mgr *shelld.Manager, opts Options) *FS {
 	if opts.Yield <= 0 {
 		opts.Yield = DefaultYield
+	}
+	if opts.CloneGrace <= 0 {
+		opts.CloneGrace = DefaultCloneGrace
 	}
 	if opts.Resolve == nil {
 		opts.Resolve = func(string) (string, bool) { return "", false }

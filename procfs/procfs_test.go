@@ -239,6 +239,15 @@ func TestReapAfterRetention(t *testing.T) {
 	if !st.EndedAt.Equal(epoch) {
 		t.Fatalf("ended at %v, want the fake clock's %v", st.EndedAt, epoch)
 	}
+	// An open file holds the idle session, its directory too: it does
+	// not expire.
+	h, err := idle.Open(bg, os.O_RDONLY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ents, err := h.(vfs.DirReader).ReadDir(bg, 0); err != nil || len(ents) == 0 {
+		t.Fatalf("listing the held directory: %v, %v", ents, err)
+	}
 	clock.Set(epoch.Add(retention - time.Nanosecond))
 	if _, err := f.Root().Lookup(bg, "finished"); err != nil {
 		t.Errorf("lookup just before the retention time: %v", err)
@@ -247,7 +256,7 @@ func TestReapAfterRetention(t *testing.T) {
 		t.Errorf("/proc just before the retention time lists %q", names)
 	}
 	clock.Set(epoch.Add(retention))
-	_, err := f.Root().Lookup(bg, "finished")
+	_, err = f.Root().Lookup(bg, "finished")
 	wantErrno(t, "lookup at the retention time", err, syscall.ENOENT)
 	if names := list(t, f.Root()); !slices.Equal(names, []string{"clone", "status", "idle"}) {
 		t.Errorf("/proc at the retention time lists %q", names)
@@ -261,12 +270,106 @@ func TestReapAfterRetention(t *testing.T) {
 	if kept {
 		t.Errorf("the reaped session's directory is still held")
 	}
-	// Reap alone (the daemon's ticker) forgets too, and an idle session
-	// never ends, so it is never reaped.
+	// Held for a long time, the idle session stays; let go, it expires
+	// at once, its retention time long past (Reap alone, the daemon's
+	// ticker, forgets it too). Reads of it meanwhile changed nothing.
 	clock.Set(epoch.Add(100 * retention))
 	f.Reap()
 	if _, err := f.Root().Lookup(bg, "idle"); err != nil || status(t, idle).Status != shelld.Idle {
-		t.Errorf("idle session after a long time: %v", err)
+		t.Errorf("held idle session after a long time: %v", err)
+	}
+	read(t, walk(t, idle, "status"))
+	h.Close()
+	f.Reap()
+	_, err = f.Root().Lookup(bg, "idle")
+	wantErrno(t, "idle session let go after the retention time", err, syscall.ENOENT)
+	// A session forgotten while a ctl of it was open never starts.
+	err = write(walk(t, idle, "ctl"), "exec true\n")
+	wantErrno(t, "exec in a forgotten session", err, syscall.ENOENT)
+}
+
+// A session made by clone goes the clone grace after clone is closed,
+// unless its ctl or stdin was opened; a change by ctl restarts an idle
+// session's expiry.
+func TestCloneGrace(t *testing.T) {
+	const retention, grace = 10 * time.Minute, time.Minute
+	f, clock := newFS(t, shelld.Config{Retention: retention}, Options{CloneGrace: grace})
+	clone := walk(t, f.Root(), "clone")
+	if got := read(t, clone); got != "1\n" { // closed at once: the grace
+		t.Fatalf("clone gave %q", got)
+	}
+	held, err := clone.Open(bg, os.O_RDONLY) // 2, open
+	if err != nil {
+		t.Fatal(err)
+	}
+	read(t, clone) // 3: claimed by ctl after its close
+	if err := write(walk(t, f.Root(), "3", "ctl"), "env A=1\n"); err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := clone.Open(bg, os.O_RDONLY) // 4: claimed while open
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdin, err := walk(t, f.Root(), "4", "stdin").Open(bg, os.O_WRONLY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdin.Close()
+	claimed.Close()
+	mkdir(t, f, "named")
+	clock.Set(epoch.Add(grace / 2))
+	read(t, walk(t, f.Root(), "1", "status")) // a read does not claim it
+	clock.Set(epoch.Add(grace))
+	if names := list(t, f.Root()); !slices.Equal(names, []string{"clone", "status", "2", "3", "4", "named"}) {
+		t.Errorf("/proc at the clone grace lists %q, want 1 gone", names)
+	}
+	held.Close()
+	clock.Set(epoch.Add(2*grace - time.Nanosecond))
+	if names := list(t, f.Root()); !slices.Equal(names, []string{"clone", "status", "2", "3", "4", "named"}) {
+		t.Errorf("/proc just before the grace after the close of 2 lists %q", names)
+	}
+	clock.Set(epoch.Add(2 * grace))
+	if names := list(t, f.Root()); !slices.Equal(names, []string{"clone", "status", "3", "4", "named"}) {
+		t.Errorf("/proc at the grace after the close of 2 lists %q", names)
+	}
+	if err := write(walk(t, f.Root(), "named", "ctl"), "env B=2\n"); err != nil {
+		t.Fatal(err)
+	}
+	clock.Set(epoch.Add(retention))
+	if names := list(t, f.Root()); !slices.Equal(names, []string{"clone", "status", "named"}) {
+		t.Errorf("/proc at the retention time lists %q, want the claimed clones gone", names)
+	}
+	clock.Set(epoch.Add(2*grace + retention))
+	if names := list(t, f.Root()); !slices.Equal(names, []string{"clone", "status"}) {
+		t.Errorf("/proc at the retention time after the last ctl write lists %q", names)
+	}
+}
+
+// Opened with O_NONBLOCK (as grep -r opens files), wait and stream of a
+// running session answer at once whatever the yield time.
+func TestNonblockingReads(t *testing.T) {
+	f, _ := newFS(t, shelld.Config{}, Options{})
+	dir := mkdir(t, f, "s")
+	if err := write(walk(t, dir, "ctl"), "yield 1h\nexec sleep 60\n"); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"wait", "stream"} {
+		h, err := walk(t, dir, name).Open(bg, os.O_RDONLY|syscall.O_NONBLOCK)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(bg, hangBound)
+		buf := make([]byte, 4096)
+		n, err := h.ReadAt(ctx, buf, 0)
+		late := ctx.Err()
+		cancel()
+		h.Close()
+		if late != nil || (err != nil && !errors.Is(err, io.EOF)) {
+			t.Fatalf("nonblocking read of %s: %v, %v", name, err, late)
+		}
+		if name == "wait" && !strings.Contains(string(buf[:n]), `"status":"running"`) {
+			t.Errorf("nonblocking wait read %q", buf[:n])
+		}
 	}
 }
 

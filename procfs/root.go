@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"sync"
 	"syscall"
 
 	"github.com/gsvfs/gsvfs/vfs"
@@ -41,13 +42,37 @@ func (f *FS) summary() []byte {
 	}{len(f.mgr.Names()), live, maxLive, f.lastErr})
 }
 
-// openClone makes an idle session: the open's content is its name.
+// openClone makes an idle session: the open's content is its name. The
+// session is held while clone is open; see cloneHandle for what its close
+// does.
 func (r *rootDir) openClone(context.Context, int) (vfs.Handle, error) {
 	s, err := r.fs.mgr.Create("")
 	if err != nil {
 		return nil, r.fs.fail(fromShelld(fmt.Errorf("clone: %w", err)))
 	}
-	return vfs.BytesHandle(s.ID() + "\n"), nil
+	return &cloneHandle{BytesHandle: vfs.BytesHandle(s.ID() + "\n"), d: r.fs.view(s), release: s.Hold()}, nil
+}
+
+// cloneHandle is an open clone. As with Plan 9's clone files, the
+// session it made goes with it unless it was put to use: if, when clone
+// is closed, nobody has opened the session's ctl or stdin, the session
+// is forgotten the clone grace (Options.CloneGrace) after the close, or
+// once no file of it is open after that. The grace lets `cat /proc/clone`
+// be followed by a write to the session's ctl; a recursive grep that
+// reads clone and goes on leaves nothing behind.
+type cloneHandle struct {
+	vfs.BytesHandle
+	d       *sessionDir
+	release func()
+	once    sync.Once
+}
+
+func (h *cloneHandle) Close() error {
+	h.once.Do(func() {
+		h.release()
+		h.d.cloneClosed()
+	})
+	return nil
 }
 
 // Quick is false: rmdir waits until a session's processes are gone.

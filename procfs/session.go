@@ -26,10 +26,11 @@ type sessionDir struct {
 	files map[string]vfs.Node // the fixed files, cmds included
 	names []string            // their names, sorted
 
-	mu    sync.Mutex
-	yield time.Duration
-	temps map[string]*tempFile
-	recs  map[int]*recordDir
+	mu      sync.Mutex
+	yield   time.Duration
+	claimed bool // its ctl or stdin was opened (hold.go)
+	temps   map[string]*tempFile
+	recs    map[int]*recordDir
 }
 
 func newSessionDir(f *FS, s *shelld.Session) *sessionDir {
@@ -44,8 +45,11 @@ func newSessionDir(f *FS, s *shelld.Session) *sessionDir {
 		"stdout": f.output(log),
 		"stderr": f.output(s.Stderr()),
 		"stream": &file{meta: f.meta(syscall.S_IFREG | 0o444),
-			open: func(context.Context, int) (vfs.Handle, error) {
-				return &vfs.StreamReader{S: log.Marked(), Follow: d.follow}, nil
+			open: func(_ context.Context, flags int) (vfs.Handle, error) {
+				block := blocks(flags)
+				return &vfs.StreamReader{S: log.Marked(), Follow: func(ctx context.Context, off int64) (bool, error) {
+					return d.follow(ctx, off, block)
+				}}, nil
 			}},
 		"status":  f.snapshot(func() []byte { return jsonLine(s.Status()) }),
 		"wait":    f.blocking(d.wait),
@@ -56,8 +60,11 @@ func newSessionDir(f *FS, s *shelld.Session) *sessionDir {
 		"cwd":     f.link(s.Cwd),
 		"cmds":    newCmdsDir(d),
 	}
-	for name := range d.files {
+	for name, n := range d.files {
 		d.names = append(d.names, name)
+		if fl, ok := n.(*file); ok {
+			fl.of = d
+		}
 	}
 	slices.Sort(d.names)
 	return d
@@ -74,6 +81,14 @@ func (f *FS) output(log *shelld.Log) *file {
 		open: func(context.Context, int) (vfs.Handle, error) { return &vfs.StreamReader{S: log.Marked()}, nil }}
 }
 
+// yieldFor is how long a read of an open that blocks (or not) waits.
+func (d *sessionDir) yieldFor(block bool) time.Duration {
+	if !block {
+		return 0
+	}
+	return d.yieldTime()
+}
+
 // yieldTime is how long this session's blocking reads wait at most.
 func (d *sessionDir) yieldTime() time.Duration {
 	d.mu.Lock()
@@ -85,9 +100,10 @@ func (d *sessionDir) yieldTime() time.Duration {
 }
 
 // follow is a stream read at the end of the output: it waits for more,
-// up to the yield time, and ends empty at the yield time or at the end.
-func (d *sessionDir) follow(ctx context.Context, off int64) (bool, error) {
-	yctx, cancel := context.WithTimeout(ctx, d.yieldTime())
+// up to the yield time, and ends empty at the yield time or at the end;
+// one that does not block ends empty at once.
+func (d *sessionDir) follow(ctx context.Context, off int64, block bool) (bool, error) {
+	yctx, cancel := context.WithTimeout(ctx, d.yieldFor(block))
 	defer cancel()
 	more, err := d.s.Output().Follow(yctx, off)
 	if err != nil && ctx.Err() == nil {
@@ -97,9 +113,10 @@ func (d *sessionDir) follow(ctx context.Context, off int64) (bool, error) {
 }
 
 // wait is /proc/<id>/wait: the status once the process has exited or
-// waits for input, or when the yield time has passed.
-func (d *sessionDir) wait(ctx context.Context) ([]byte, error) {
-	yctx, cancel := context.WithTimeout(ctx, d.yieldTime())
+// waits for input, or when the yield time has passed; at once for an
+// open that does not block.
+func (d *sessionDir) wait(ctx context.Context, block bool) ([]byte, error) {
+	yctx, cancel := context.WithTimeout(ctx, d.yieldFor(block))
 	defer cancel()
 	st, err := d.s.Wait(yctx)
 	if err != nil && ctx.Err() != nil {
@@ -247,7 +264,7 @@ func (d *sessionDir) Open(ctx context.Context, flags int) (vfs.Handle, error) {
 		add(name, d.temps[name])
 	}
 	d.mu.Unlock()
-	return vfs.ListHandle(entries), nil
+	return d.held(vfs.ListHandle(entries), flags), nil
 }
 
 func (d *sessionDir) Mkdir(_ context.Context, name string, _ uint32) (vfs.Node, error) {
@@ -321,6 +338,7 @@ func (d *sessionDir) Rename(ctx context.Context, oldName string, newDir vfs.Node
 
 // deliver writes a temp file's bytes to stdin or ctl as one write.
 func (d *sessionDir) deliver(ctx context.Context, t *tempFile, to string) error {
+	d.claim()
 	data := t.bytes()
 	if len(data) == 0 {
 		return nil

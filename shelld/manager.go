@@ -18,7 +18,7 @@ type Config struct {
 	OutputCap   int           // output kept per session, in bytes (200,000)
 	ExecTimeout time.Duration // limit of an exec (5 minutes)
 	KillGrace   time.Duration // SIGTERM to SIGKILL (250 ms)
-	Retention   time.Duration // how long finished sessions stay (30 minutes)
+	Retention   time.Duration // how long finished sessions, and idle ones nobody holds, stay (30 minutes)
 	MaxLive     int           // sessions running at once (256)
 	// Umask is the file creation mask sessions start with; nil means
 	// 022. The daemon itself runs with umask 0 (it applies its clients'
@@ -212,10 +212,9 @@ func (m *Manager) Get(name string) (*Session, bool) {
 }
 
 // expired reports whether s finished the retention time or more before
-// now.
+// now, or has stayed idle and unheld that long (idle.go).
 func (m *Manager) expired(s *Session, now time.Time) bool {
-	done, at := s.finished()
-	return done && now.Sub(at) >= m.cfg.Retention
+	return s.expiredAt(now, m.cfg.Retention)
 }
 
 // Names lists the sessions in name order, forgetting those past their

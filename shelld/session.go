@@ -113,12 +113,18 @@ type Session struct {
 
 	wmu  sync.Mutex // one write to the terminal at a time, with its records
 	reap sync.Once  // the exited process is reaped once (release)
+
+	// The expiry of a session that never started (idle.go).
+	holds     int           // open files of it (Hold)
+	touched   time.Time     // made, or last changed while idle
+	idleLimit time.Duration // how long it may stay idle and unheld; 0: the retention time
+	forgotten bool          // its Manager let it go: it never starts
 }
 
 func newSession(id string, cfg *Config) *Session {
 	return &Session{id: id, cfg: cfg, out: NewLineLog(cfg.OutputCap, cfg.Clock),
 		err:   NewLineLog(cfg.OutputCap, cfg.Clock),
-		state: Idle, workdir: cfg.Workdir, size: [2]uint16{24, 80},
+		state: Idle, workdir: cfg.Workdir, size: [2]uint16{24, 80}, touched: cfg.Clock(),
 		done: make(chan struct{}), hungUp: make(chan struct{})}
 }
 
@@ -195,6 +201,10 @@ func (s *Session) startupLocked() startup {
 func (s *Session) startWith(su startup, args []string, command string, timeout time.Duration, in *integration, interactive bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.forgotten {
+		in.remove()
+		return s.failLocked(ErrNoName) // expired or removed meanwhile
+	}
 	if s.state != Idle {
 		in.remove()
 		return s.failLocked(ErrStarted)
@@ -573,6 +583,9 @@ func (s *Session) scanNeeded() bool {
 // when it is forgotten. Its ids are not used again after that: once the
 // group is empty they may name a stranger.
 func (s *Session) end() {
+	s.mu.Lock()
+	s.forgotten = true
+	s.mu.Unlock()
 	s.closeScreen()
 	s.Kill()
 	leader := s.pid()
@@ -908,7 +921,7 @@ func (s *Session) SetWorkdir(dir string) error {
 	} else if !fi.IsDir() {
 		return s.failLocked(&os.PathError{Op: "chdir", Path: dir, Err: syscall.ENOTDIR})
 	}
-	s.workdir = dir
+	s.workdir, s.touched = dir, s.cfg.Clock()
 	return nil
 }
 
@@ -940,6 +953,7 @@ func (s *Session) beforeStart(set func() error) error {
 	if err := set(); err != nil {
 		return s.failLocked(err)
 	}
+	s.touched = s.cfg.Clock()
 	return nil
 }
 

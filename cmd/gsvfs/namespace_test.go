@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gsvfs/gsvfs/vfs"
 	"github.com/gsvfs/gsvfs/vfs/ninep"
+	"golang.org/x/sys/unix"
 )
 
 // The agent skills case, as agents' tools do it: two lines appended to
@@ -21,30 +23,13 @@ import (
 // global ones, through FUSE and 9P; edits land in the agent's layer.
 func TestNamespaceSkillsUnion(t *testing.T) {
 	d := startMount(t)
-	for p, data := range map[string]string{
+	skills := skillsUnion(t, d, map[string]string{
 		"home/agent/.skills/mine.md":   "mine\n",
 		"home/agent/.skills/shared.md": "agent's shared\n",
 		"etc/skills/shared.md":         "global shared\n",
 		"etc/skills/global.md":         "global\n",
 		"etc/skills/pdf/SKILL.md":      "pdf\n",
-	} {
-		os.MkdirAll(filepath.Dir(d.Path(p)), 0o755)
-		if err := os.WriteFile(d.Path(p), []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	os.MkdirAll(d.Path("home/agent/skills"), 0o755)
-	ns, err := os.OpenFile(d.Path("etc/namespace"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns.WriteString("bind -c /home/agent/.skills /home/agent/skills\nbind -a /etc/skills /home/agent/skills\n")
-	ns.Close()
-	skills := d.Path("home/agent/skills")
-	want := []string{"global.md", "mine.md", "pdf", "shared.md"}
-	if !waitFor(5*time.Second, func() bool { return slices.Equal(ls(t, skills), want) }) {
-		t.Fatalf("ls skills: %q, want %q", ls(t, skills), want)
-	}
+	})
 	read := func(p string) string { b, _ := os.ReadFile(filepath.Join(skills, p)); return string(b) }
 	if read("shared.md") != "agent's shared\n" || read("global.md") != "global\n" || read("pdf/SKILL.md") != "pdf\n" {
 		t.Errorf("reads through the union: %q %q %q", read("shared.md"), read("global.md"), read("pdf/SKILL.md"))
@@ -81,7 +66,7 @@ func TestNamespaceSkillsUnion(t *testing.T) {
 
 	// A bad edit through the tree fails with EINVAL and changes nothing.
 	before, _ := os.ReadFile(filepath.Join(d.Root, "etc/namespace"))
-	ns, _ = os.OpenFile(d.Path("etc/namespace"), os.O_WRONLY|os.O_APPEND, 0)
+	ns, _ := os.OpenFile(d.Path("etc/namespace"), os.O_WRONLY|os.O_APPEND, 0)
 	if _, err := ns.WriteString("bind -x /nowhere /home/agent/skills\n"); !errors.Is(err, syscall.EINVAL) {
 		t.Errorf("a bad line written through the tree: %v, want EINVAL", err)
 	}
@@ -143,4 +128,95 @@ func TestNamespaceMountLine(t *testing.T) {
 	}) {
 		t.Errorf("a TCP mount line was not refused in /sys/mounts")
 	}
+}
+
+// A file read through a union says which layer it came from, in the
+// xattr user.gsvfs.layer (gsvfs-namespace(5)), through FUSE and 9P; the
+// union keeps it, so setting or removing it fails with EPERM.
+func TestUnionLayerXattr(t *testing.T) {
+	d := startMount(t)
+	skills := skillsUnion(t, d, map[string]string{
+		"home/agent/.skills/mine.md": "mine\n",
+		"etc/skills/global.md":       "global\n",
+		"etc/skills/pdf/SKILL.md":    "pdf\n",
+	})
+	layer := func(p string) string {
+		t.Helper()
+		buf := make([]byte, 256)
+		n, err := unix.Getxattr(filepath.Join(skills, p), "user.gsvfs.layer", buf)
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		return string(buf[:n])
+	}
+	for p, want := range map[string]string{
+		"mine.md": "/home/agent/.skills", "global.md": "/etc/skills", "pdf/SKILL.md": "/etc/skills",
+	} {
+		if got := layer(p); got != want {
+			t.Errorf("user.gsvfs.layer of %s: %q, want %q", p, got, want)
+		}
+	}
+	buf := make([]byte, 1024)
+	n, err := unix.Listxattr(filepath.Join(skills, "global.md"), buf)
+	if err != nil || !slices.Contains(strings.Split(string(buf[:n]), "\x00"), "user.gsvfs.layer") {
+		t.Errorf("listxattr of global.md: %q, %v", buf[:n], err)
+	}
+	p := filepath.Join(skills, "mine.md")
+	if err := unix.Setxattr(p, "user.gsvfs.layer", []byte("/elsewhere"), 0); !errors.Is(err, syscall.EPERM) {
+		t.Errorf("setxattr user.gsvfs.layer: %v, want EPERM", err)
+	}
+	if err := unix.Removexattr(p, "user.gsvfs.layer"); !errors.Is(err, syscall.EPERM) {
+		t.Errorf("removexattr user.gsvfs.layer: %v, want EPERM", err)
+	}
+	// A change copies the file into the -c layer: it says so.
+	run(t, skills, "sh", "-c", "echo more >> global.md")
+	if got := layer("global.md"); got != "/home/agent/.skills" {
+		t.Errorf("user.gsvfs.layer of global.md after an edit: %q", got)
+	}
+
+	// Over 9P, the same.
+	_, tree := attach(t, ninep.Address{Network: "unix", Addr: filepath.Join(d.Root, "gsvfs.sock")})
+	f, err := vfs.Walk(t.Context(), tree, "home/agent/skills/pdf/SKILL.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, ok := f.(vfs.Xattrer)
+	if !ok {
+		t.Fatalf("a 9P node has no xattrs: %T", f)
+	}
+	if got, err := x.GetXattr(t.Context(), "user.gsvfs.layer"); err != nil || string(got) != "/etc/skills" {
+		t.Errorf("over 9P: %q, %v", got, err)
+	}
+}
+
+// skillsUnion writes files (a path of the tree and its content, under
+// home/agent/.skills or etc/skills), binds the agent skills union of
+// gsvfs-namespace(5) by appending to /etc/namespace as agents' tools do,
+// and returns the union's path once it shows every file's top name.
+func skillsUnion(t *testing.T, d *daemon, files map[string]string) string {
+	t.Helper()
+	var want []string
+	for p, data := range files {
+		os.MkdirAll(filepath.Dir(d.Path(p)), 0o755)
+		if err := os.WriteFile(d.Path(p), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		rel := strings.TrimPrefix(strings.TrimPrefix(p, "home/agent/.skills/"), "etc/skills/")
+		if top, _, _ := strings.Cut(rel, "/"); !slices.Contains(want, top) {
+			want = append(want, top)
+		}
+	}
+	slices.Sort(want)
+	os.MkdirAll(d.Path("home/agent/skills"), 0o755)
+	ns, err := os.OpenFile(d.Path("etc/namespace"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.WriteString("bind -c /home/agent/.skills /home/agent/skills\nbind -a /etc/skills /home/agent/skills\n")
+	ns.Close()
+	skills := d.Path("home/agent/skills")
+	if !waitFor(5*time.Second, func() bool { return slices.Equal(ls(t, skills), want) }) {
+		t.Fatalf("ls skills: %q, want %q", ls(t, skills), want)
+	}
+	return skills
 }

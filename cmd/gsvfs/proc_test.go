@@ -889,12 +889,18 @@ func TestProcOutputCap(t *testing.T) {
 	}
 }
 
-// Finished sessions are forgotten after the retention time; unfinished
-// ones stay.
+// Finished sessions are forgotten after the retention time; running ones
+// stay, and so do idle ones somebody holds (TestProcIdleSessionsGo has
+// those nobody holds).
 func TestProcRetention(t *testing.T) {
 	t.Parallel()
 	d := procMount(t, nil, "--session-retention", "1s")
 	idle := procNew(t, d, "idle")
+	hold, err := os.Open(filepath.Join(idle, "stdout")) // held: an idle session nobody holds expires
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Close()
 	running := procNew(t, d, "running")
 	procMustWrite(t, filepath.Join(running, "ctl"), "exec sleep 60\n")
 	dir, st := procExec(t, d, "done", "echo bye")

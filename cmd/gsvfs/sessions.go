@@ -32,7 +32,7 @@ func addSessionFlags(cmd *cobra.Command, s *sessionFlags) {
 	cmd.Flags().StringVar(&s.shell, "session-shell", "", "login shell of /proc sessions (default $SHELL, else /bin/sh)")
 	cmd.Flags().IntVar(&s.outputCap, "session-output", d.OutputCap, "bytes of output kept per session (the head is dropped)")
 	cmd.Flags().DurationVar(&s.execTimeout, "exec-timeout", d.ExecTimeout, "time limit of a session's `exec`")
-	cmd.Flags().DurationVar(&s.retention, "session-retention", d.Retention, "how long finished sessions stay in /proc")
+	cmd.Flags().DurationVar(&s.retention, "session-retention", d.Retention, "how long finished sessions, and idle ones nobody holds, stay in /proc")
 	cmd.Flags().IntVar(&s.maxLive, "max-sessions", d.MaxLive, "sessions that may be live at once")
 	cmd.Flags().StringVar(&s.umask, "session-umask", "", "umask of /proc sessions, in octal (default: the umask gsvfs was started with)")
 }
