@@ -28,6 +28,9 @@ type sessionDir struct {
 
 	mu    sync.Mutex
 	yield time.Duration
+	// dir is the path of the tree the last cwd named, which relative
+	// cwds are taken against; "" when it named a host directory.
+	dir   string
 	temps map[string]*tempFile
 	recs  map[int]*recordDir
 }

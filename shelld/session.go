@@ -72,12 +72,16 @@ type Session struct {
 	cfg *Config
 	out *Log
 
-	mu       sync.Mutex
-	state    string
-	command  string   // the command line, as cmdline shows it
-	title    string   // what status calls an interactive shell: its name
-	sighted  sighting // the reader last seen blocked on the terminal (tty.go)
-	workdir  string
+	mu      sync.Mutex
+	state   string
+	command string   // the command line, as cmdline shows it
+	title   string   // what status calls an interactive shell: its name
+	sighted sighting // the reader last seen blocked on the terminal (tty.go)
+	workdir string
+	// noDir is why the directory last asked for could not be had; the
+	// session starts nothing until one is (SetWorkdir), so a command
+	// never runs in a directory it was not given.
+	noDir    error
 	env      []string // additions from `env K=V`, applied at start
 	timeout  time.Duration
 	size     [2]uint16 // rows, cols of the terminal
@@ -161,6 +165,10 @@ func (s *Session) startWith(path string, args []string, command string, timeout 
 	if s.state != Idle {
 		in.remove()
 		return s.failLocked(ErrStarted)
+	}
+	if s.noDir != nil {
+		in.remove()
+		return s.failLocked(fmt.Errorf("no working directory: the last cwd failed (%w); give one that exists", s.noDir))
 	}
 	env := append(s.cfg.environ(), s.env...)
 	if in != nil {
@@ -822,18 +830,68 @@ func (s *Session) SetTimeout(d time.Duration) {
 // SetWorkdir sets the directory the process starts in; it must be set
 // before the start.
 func (s *Session) SetWorkdir(dir string) error {
+	err := CheckWorkdir(dir)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state != Idle {
 		return s.failLocked(ErrStarted)
 	}
-	if fi, err := os.Stat(dir); err != nil {
+	if err != nil {
 		return s.failLocked(err)
-	} else if !fi.IsDir() {
-		return s.failLocked(&os.PathError{Op: "chdir", Path: dir, Err: syscall.ENOTDIR})
 	}
-	s.workdir = dir
+	s.workdir, s.noDir = dir, nil
 	return nil
+}
+
+// LoseWorkdir records that the directory asked for could not be had
+// (err says why): the session starts nothing until SetWorkdir succeeds,
+// as `cd DIR && CMD` runs nothing when DIR is missing.
+func (s *Session) LoseWorkdir(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state == Idle {
+		s.noDir = err
+	}
+}
+
+// CheckWorkdir reports whether a process could start in dir: it must be
+// an existing directory.
+func CheckWorkdir(dir string) error {
+	if fi, err := os.Stat(dir); err != nil {
+		return err
+	} else if !fi.IsDir() {
+		return &os.PathError{Op: "chdir", Path: dir, Err: syscall.ENOTDIR}
+	}
+	return nil
+}
+
+// Idle reports whether the session has not started a process yet.
+func (s *Session) Idle() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state == Idle
+}
+
+// Workdir is the directory the process starts (or started) in.
+func (s *Session) Workdir() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.workdir
+}
+
+// Home is the session user's home directory: HOME as the session's
+// environment has it (`env HOME=…` included), else the daemon's.
+func (s *Session) Home() string {
+	s.mu.Lock()
+	env := append(s.cfg.environ(), s.env...)
+	s.mu.Unlock()
+	home, _ := os.UserHomeDir()
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
+			home = v
+		}
+	}
+	return home
 }
 
 // SetEnv adds K=V to the environment the process starts with.
