@@ -27,8 +27,11 @@ type Config struct {
 	// Env is the allow-list: the names of the daemon's environment
 	// variables a session inherits. Nothing else of the daemon's
 	// environment reaches a session.
-	Env   []string
-	Clock func() time.Time
+	Env []string
+	// Namespace is asked at each start how the session's process sees
+	// the tree's paths (nil: the host's only).
+	Namespace func() Namespace
+	Clock     func() time.Time
 }
 
 // DefaultUmask is the sessions' umask when Config.Umask is nil.
@@ -79,6 +82,9 @@ func (c *Config) fill() {
 	}
 	if c.Clock == nil {
 		c.Clock = time.Now
+	}
+	if c.Namespace == nil {
+		c.Namespace = func() Namespace { return Namespace{} }
 	}
 }
 

@@ -52,6 +52,9 @@ type Status struct {
 	Output     int64     `json:"outputBytes"`
 	Truncated  bool      `json:"truncated"`
 	LastError  string    `json:"lastError,omitempty"`
+	// Paths says which paths the session's commands see: PathsTree or
+	// PathsHost (see Namespace).
+	Paths string `json:"paths"`
 }
 
 // Ended reports whether the status is of a process that has come and
@@ -82,6 +85,8 @@ type Session struct {
 	// session starts nothing until one is (SetWorkdir), so a command
 	// never runs in a directory it was not given.
 	noDir    error
+	paths    string   // PathsTree or PathsHost, once started
+	binds    []Bind   // laid in the process's mount namespace (PathsTree)
 	env      []string // additions from `env K=V`, applied at start
 	timeout  time.Duration
 	size     [2]uint16 // rows, cols of the terminal
@@ -175,10 +180,11 @@ func (s *Session) startWith(path string, args []string, command string, timeout 
 		args = in.args
 		env = append(env, in.env...)
 	}
-	cmd := exec.Command(path, args...)
-	cmd.Dir = s.workdir
-	cmd.Env = env
-	tty, pts, err := startPty(cmd, ptyOptions{rows: s.size[0], cols: s.size[1], umask: *s.cfg.Umask, plain: !interactive})
+	ns := s.cfg.Namespace()
+	if ns.Tree != "" {
+		env = append(env, TreeEnv+"="+ns.Tree)
+	}
+	cmd, tty, pts, err := s.startCmd(path, args, env, ns, ptyOptions{rows: s.size[0], cols: s.size[1], umask: *s.cfg.Umask, plain: !interactive})
 	if err != nil {
 		in.remove()
 		s.state, s.command = Failed, command
@@ -204,6 +210,29 @@ func (s *Session) startWith(path string, args []string, command string, timeout 
 	return nil
 }
 
+// startCmd starts the program on a new terminal: in a mount namespace of
+// its own with binds laid where the system allows it (Namespace), else as
+// it is; a refusal (EPERM: no CAP_SYS_ADMIN after all) is remembered and
+// the program started plainly.
+func (s *Session) startCmd(path string, args, env []string, ns Namespace, o ptyOptions) (*exec.Cmd, *os.File, string, error) {
+	cmd := exec.Command(path, args...)
+	cmd.Dir, cmd.Env = s.workdir, env
+	o.unshare = namespaced(cmd, ns)
+	tty, pts, err := startPty(cmd, o)
+	if err != nil && o.unshare && errors.Is(err, syscall.EPERM) {
+		nsRefused.Store(true)
+		cmd = exec.Command(path, args...)
+		cmd.Dir, cmd.Env = s.workdir, env
+		o.unshare = false
+		tty, pts, err = startPty(cmd, o)
+	}
+	s.paths = PathsHost
+	if o.unshare {
+		s.paths, s.binds = PathsTree, ns.Binds
+	}
+	return cmd, tty, pts, err
+}
+
 // drainGrace is how long the end of a process waits for its last output
 // to come through the terminal. A background job that keeps the terminal
 // open keeps writing to the log after that, but does not keep the session
@@ -215,6 +244,7 @@ type ptyOptions struct {
 	rows, cols uint16
 	umask      int
 	plain      bool // no output processing: one-shots print plain \n lines
+	unshare    bool // in a mount namespace of its own (namespaced)
 }
 
 // startPty starts cmd as a session leader on a new terminal of the given
@@ -243,6 +273,9 @@ func startPty(cmd *exec.Cmd, o ptyOptions) (*os.File, string, error) {
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if o.unshare {
+		unshareMounts(cmd)
+	}
 	if err := startWithUmask(cmd, o.umask); err != nil {
 		master.Close()
 		return nil, "", err
@@ -810,11 +843,11 @@ func (s *Session) CommandLine() string {
 // the directory it starts in when none runs.
 func (s *Session) Cwd() string {
 	s.mu.Lock()
-	dir, state := s.workdir, s.state
+	dir, state, binds := s.workdir, s.state, s.binds
 	s.mu.Unlock()
 	if pid := s.pid(); state == Running && pid > 0 {
 		if live, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid)); err == nil {
-			return live
+			return hostPath(live, binds)
 		}
 	}
 	return dir
@@ -942,7 +975,13 @@ func (s *Session) status(deep bool) Status {
 		ID: s.id, Status: s.state, Command: cmp.Or(s.title, s.command), Workdir: s.workdir,
 		ExitCode: s.exitCode, Signal: s.signal, TimedOut: s.timedOut,
 		StartedAt: s.started, EndedAt: s.ended, Output: end,
-		Truncated: start > 0, LastError: s.lastErr,
+		Truncated: start > 0, LastError: s.lastErr, Paths: s.paths,
+	}
+	if st.Paths == "" { // not started: what a start would give
+		st.Paths = PathsHost
+		if mayUnshareMounts() && !nsRefused.Load() {
+			st.Paths = PathsTree
+		}
 	}
 	if waiting && st.Status == Running {
 		st.Status = Waiting

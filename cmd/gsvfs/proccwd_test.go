@@ -207,4 +207,73 @@ func TestProcCwdDeviceBind(t *testing.T) {
 	if got, want := procOutput(t, dir), realPath(t, filepath.Join(src, "pkg"))+"\n"; got != want {
 		t.Errorf("pwd on the device after cwd /workspaces/src/pkg: %q, want %q", got, want)
 	}
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED the rest: tree paths in commands take a mount namespace, which takes root")
+	}
+	// gsvfs-devices(7)'s example: the --bind's tree path in a command.
+	dir = filepath.Join(m.Mnt, "mnt/h19dev/proc/make")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	procMustWrite(t, filepath.Join(dir, "ctl"), "exec cd /workspaces/src/pkg && pwd\n")
+	if st := procWaitEnd(t, dir); st.Status != "completed" || procOutput(t, dir) != "/workspaces/src/pkg\n" {
+		t.Errorf("cd /workspaces/src/pkg in a command on the device: %s, output %q", st.Status, procOutput(t, dir))
+	}
+}
+
+// Commands take the tree's paths as written, as gsvfs(7)'s quick start
+// does: `exec make -C /workspaces/app` and, in an interactive shell,
+// `cd /workspaces/app && …`, binds below /workspaces included; /etc stays
+// the host's, and $GSVFS_TREE names the mount.
+func TestProcTreePathsInCommands(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED: sessions see the tree's paths in a mount namespace of their own, which takes root; elsewhere they see the host's (paths: host)")
+	}
+	d := procMount(t, nil)
+	srv := t.TempDir()
+	if err := os.WriteFile(filepath.Join(srv, "x"), []byte("bound\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for p, data := range map[string]string{
+		"workspaces/app/Makefile": "all:\n\t@echo made in $(CURDIR)\n",
+		"workspaces/app/f":        "in the tree\n",
+	} {
+		os.MkdirAll(filepath.Dir(d.Path(p)), 0o755)
+		if err := os.WriteFile(d.Path(p), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Mkdir(d.Path("workspaces/data"), 0o755)
+	if err := os.WriteFile(d.Path("etc/namespace"), []byte("bind "+srv+" /workspaces/data\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	procEventually(t, procBound, "the namespace applied", func() (bool, string) {
+		_, err := os.Stat(d.Path("workspaces/data/x"))
+		return err == nil, "stat workspaces/data/x"
+	})
+
+	dir, st := procExec(t, d, "make", "make -C /workspaces/app && cat /workspaces/data/x && echo tree=$GSVFS_TREE && test -e /etc/passwd && echo host-etc")
+	out := procOutput(t, dir)
+	for _, want := range []string{"made in /workspaces/app\n", "bound\n", "tree=" + d.Mnt + "\n", "host-etc\n"} {
+		if st.Status != "completed" || !strings.Contains(out, want) {
+			t.Errorf("tree paths in an exec: %s (%s), output %q; want it to hold %q", st.Status, st.exit(), out, want)
+		}
+	}
+	var paths struct {
+		Paths string `json:"paths"`
+	}
+	procJSON(t, filepath.Join(dir, "status"), &paths)
+	if paths.Paths != "tree" {
+		t.Errorf("status paths: %q, want tree", paths.Paths)
+	}
+
+	sh := procNew(t, d, "shell")
+	if c := procRun(t, sh, "cd /workspaces/app && cat f"); c.Status != "completed" || !strings.Contains(procLines(c.Output), "in the tree\n") {
+		t.Errorf("cd /workspaces/app && cat f in a shell: %s (%s), output %q", c.Status, procExit(c.ExitCode), c.Output)
+	}
+	// The cwd link is the host's directory, which the tree serves there.
+	if got, err := os.Readlink(filepath.Join(sh, "cwd")); got != filepath.Join(d.Root, "workspaces", "app") {
+		t.Errorf("cwd link after cd /workspaces/app: %q (%v), want %s", got, err, filepath.Join(d.Root, "workspaces", "app"))
+	}
+	procMustWrite(t, filepath.Join(sh, "ctl"), "kill\n")
 }

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gsvfs/gsvfs/crond"
@@ -127,6 +128,12 @@ type tree struct {
 	close func()
 	// fsid is the tree's filesystem id (statfs f_fsid over 9P).
 	fsid uint64
+	// mounted is where this daemon mounts the tree on this machine (nil:
+	// nowhere), which sessions are told ($GSVFS_TREE).
+	mounted *atomic.Pointer[string]
+	// endSessions ends the sessions, whose mount namespaces hold the
+	// tree's FUSE mount: before an unmount, which waits for them.
+	endSessions func()
 }
 
 // reapEvery is how often finished sessions past their retention time are
@@ -180,6 +187,8 @@ func buildTree(root string, o treeOptions) (*tree, error) {
 	if !o.noSessions {
 		caps.add("shell.exec")
 	}
+	mounted := &atomic.Pointer[string]{}
+	o.sessions.Namespace = sessionNamespace(t, root, mounted)
 	mgr := shelld.NewManager(o.sessions)
 	cron := crond.New(crond.Options{File: filepath.Join(root, "etc", "crontab"),
 		Runner: sessionRunner{mgr}, Log: slog.Default()})
@@ -217,7 +226,7 @@ func buildTree(root string, o treeOptions) (*tree, error) {
 	stop := make(chan struct{})
 	go reapSessions(proc, stop)
 	return &tree{root: t.Root(), table: t, export: export, gateway: gw, caps: caps, edges: edges, close: sync.OnceFunc(func() { cancel(); gw.Close(); close(stop); mgr.Close() }),
-		fsid: stateFsid(root)}, nil
+		fsid: stateFsid(root), mounted: mounted, endSessions: mgr.Close}, nil
 }
 
 // bindHostDirs serves each HOSTDIR:PATH of binds as a disk tree at PATH,
