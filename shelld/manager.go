@@ -83,9 +83,6 @@ func (c *Config) fill() {
 	if c.Clock == nil {
 		c.Clock = time.Now
 	}
-	if c.Namespace == nil {
-		c.Namespace = func() Namespace { return Namespace{} }
-	}
 }
 
 // environ is the allowed part of the daemon's environment, with TERM set

@@ -180,7 +180,10 @@ func (s *Session) startWith(path string, args []string, command string, timeout 
 		args = in.args
 		env = append(env, in.env...)
 	}
-	ns := s.cfg.Namespace()
+	var ns Namespace
+	if s.cfg.Namespace != nil {
+		ns = s.cfg.Namespace()
+	}
 	if ns.Tree != "" {
 		env = append(env, TreeEnv+"="+ns.Tree)
 	}
@@ -979,7 +982,7 @@ func (s *Session) status(deep bool) Status {
 	}
 	if st.Paths == "" { // not started: what a start would give
 		st.Paths = PathsHost
-		if mayUnshareMounts() && !nsRefused.Load() {
+		if s.cfg.Namespace != nil && mayUnshareMounts() && !nsRefused.Load() {
 			st.Paths = PathsTree
 		}
 	}
