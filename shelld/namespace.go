@@ -51,8 +51,12 @@ const (
 
 // initEnv carries the binds to the re-executed daemon that lays them in
 // the session's new mount namespace before it becomes the session's
-// program (RunInit). It never reaches the session's program.
-const initEnv = "GSVFS_SESSION_BINDS"
+// program (RunInit), started with initArg0 as its name. It never reaches
+// the session's program.
+const (
+	initEnv  = "GSVFS_SESSION_BINDS"
+	initArg0 = "gsvfs-session"
+)
 
 // nsRefused is set once the system refused a mount namespace: later
 // sessions do not try again.
@@ -72,7 +76,7 @@ func namespaced(cmd *exec.Cmd, ns Namespace) bool {
 	if err != nil {
 		return false
 	}
-	cmd.Args = append([]string{self, cmd.Path}, cmd.Args...)
+	cmd.Args = append([]string{initArg0, cmd.Path}, cmd.Args...)
 	cmd.Path = self
 	cmd.Env = append(cmd.Env, initEnv+"="+string(spec))
 	return true

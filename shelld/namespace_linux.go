@@ -36,7 +36,7 @@ func unshareMounts(cmd *exec.Cmd) {
 // first.
 func RunInit() {
 	spec, ok := os.LookupEnv(initEnv)
-	if !ok {
+	if !ok || len(os.Args) == 0 || os.Args[0] != initArg0 {
 		return
 	}
 	os.Unsetenv(initEnv)
