@@ -42,12 +42,6 @@ type view struct {
 	warn *vfs.RateLog
 }
 
-// hostPather is a backend directory that knows where it is on the host
-// (diskfs).
-type hostPather interface {
-	HostPath() (string, bool)
-}
-
 // maxRenameScan bounds the entries a rename through a view looks
 // through for refused paths; a bigger directory is refused (EACCES).
 const maxRenameScan = 100_000
@@ -153,7 +147,7 @@ func (t *Table) hostRoots() []HostDir {
 	t.mu.RUnlock()
 	var out []HostDir
 	for _, p := range slices.Sorted(maps.Keys(roots)) {
-		if hp, ok := roots[p].(hostPather); ok {
+		if hp, ok := roots[p].(vfs.HostPather); ok {
 			if dir, ok := hp.HostPath(); ok {
 				out = append(out, HostDir{Path: p, Dir: dir})
 			}
@@ -168,7 +162,7 @@ func (n *node) hostPath() string {
 	if n.view == nil {
 		return ""
 	}
-	hp, ok := n.inner.(hostPather)
+	hp, ok := n.inner.(vfs.HostPather)
 	if !ok {
 		return ""
 	}

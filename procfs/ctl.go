@@ -5,9 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"path"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,32 +16,72 @@ import (
 	"github.com/gsvfs/gsvfs/vfs"
 )
 
-// verb is one ctl verb: what it does with the rest of its line.
-type verb func(d *sessionDir, arg string) error
+// verb is one ctl verb. It checks its argument against what the lines
+// before it in the same write leave (b) and returns what it does, so a
+// write is checked whole before any of its lines takes effect.
+type verb func(d *sessionDir, arg string, b *batch) (apply func() error, err error)
+
+// batch is what the lines of one write, checked so far, will have done.
+type batch struct {
+	ctx  context.Context
+	idle bool   // the session will still be idle: exec, start, cwd and env may come
+	dir  string // the tree path relative cwds are taken against ("": host)
+	host string // the host directory the session will start in
+}
 
 // verbs is the ctl table (gsvfs-proc(7)). A verb missing here fails the
 // write with EINVAL.
 var verbs = map[string]verb{
-	"exec":    func(d *sessionDir, arg string) error { return needArg(arg, d.s.Exec) },
-	"start":   func(d *sessionDir, arg string) error { return noArg(arg, d.s.StartShell) },
+	"exec": func(d *sessionDir, arg string, b *batch) (func() error, error) {
+		return starting(b, arg, true, func() error { return d.s.Exec(arg) })
+	},
+	"start": func(d *sessionDir, arg string, b *batch) (func() error, error) {
+		return starting(b, arg, false, d.s.StartShell)
+	},
 	"cwd":     (*sessionDir).setCwd,
 	"env":     (*sessionDir).setEnv,
-	"shell":   func(d *sessionDir, arg string) error { return needArg(arg, d.s.SetShell) },
+	"shell":   (*sessionDir).setShell,
 	"rc":      (*sessionDir).setRC,
 	"timeout": (*sessionDir).setTimeout,
 	"yield":   (*sessionDir).setYield,
 	"signal":  (*sessionDir).signal,
-	"kill": func(d *sessionDir, arg string) error {
+	"kill": func(d *sessionDir, arg string, _ *batch) (func() error, error) {
 		return noArg(arg, func() error { d.s.Kill(); return nil })
 	},
-	"eof":    func(d *sessionDir, arg string) error { return noArg(arg, d.s.EOF) },
+	"eof":    func(d *sessionDir, arg string, _ *batch) (func() error, error) { return noArg(arg, d.s.EOF) },
 	"resize": (*sessionDir).resize,
 }
 
-// control is a write to ctl: one verb per line, run in order; the first
-// that fails fails the write, and its reason becomes lastError. A last
-// line without a newline counts, so `echo -n kill > ctl` works.
-func (d *sessionDir) control(_ context.Context, p []byte) error {
+// step is one checked line of a write.
+type step struct {
+	name  string
+	apply func() error
+}
+
+// control is a write to ctl: one verb per line. Every line is checked
+// first; if one fails, none takes effect, the write fails and lastError
+// says why. Then the lines run in order, and the first that fails stops
+// the rest (the session may have changed since the check). A last line
+// without a newline counts, so `echo -n kill > ctl` works.
+func (d *sessionDir) control(ctx context.Context, p []byte) error {
+	steps, err := d.check(ctx, p)
+	if err != nil {
+		return d.s.Fail(err)
+	}
+	for _, st := range steps {
+		if err := st.apply(); err != nil {
+			return d.s.Fail(fromShelld(fmt.Errorf("ctl %s: %w", st.name, err)))
+		}
+	}
+	return nil
+}
+
+// check parses and checks every line of a write, touching nothing.
+func (d *sessionDir) check(ctx context.Context, p []byte) ([]step, error) {
+	d.mu.Lock()
+	b := &batch{ctx: ctx, idle: d.s.Idle(), dir: d.dir, host: d.s.Workdir()}
+	d.mu.Unlock()
+	var steps []step
 	for line := range strings.SplitSeq(string(p), "\n") {
 		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
@@ -52,59 +90,89 @@ func (d *sessionDir) control(_ context.Context, p []byte) error {
 		name, arg, _ := strings.Cut(line, " ")
 		v, ok := verbs[name]
 		if !ok {
-			return d.s.Fail(errorf(syscall.EINVAL, fmt.Sprintf("ctl: unknown verb %q (want exec, start, cwd, env, shell, rc, timeout, yield, signal, kill, eof or resize)", name)))
+			return nil, errorf(syscall.EINVAL, fmt.Sprintf("ctl: unknown verb %q (want exec, start, cwd, env, shell, rc, timeout, yield, signal, kill, eof or resize)", name))
 		}
-		if err := v(d, strings.TrimSpace(arg)); err != nil {
-			return d.s.Fail(fromShelld(fmt.Errorf("ctl %s: %w", name, err)))
+		apply, err := v(d, strings.TrimSpace(arg), b)
+		if err != nil {
+			return nil, fromShelld(fmt.Errorf("ctl %s: %w", name, err))
 		}
+		steps = append(steps, step{name, apply})
+	}
+	return steps, nil
+}
+
+// starting checks a verb that starts the process: exec (which needs a
+// command) and start (which takes none).
+func starting(b *batch, arg string, needsArg bool, start func() error) (func() error, error) {
+	if err := idle(b); err != nil {
+		return nil, err
+	}
+	b.idle = false
+	if needsArg {
+		return needArg(arg, start)
+	}
+	return noArg(arg, start)
+}
+
+// idle fails a verb that only an idle session takes.
+func idle(b *batch) error {
+	if !b.idle {
+		return shelld.ErrStarted
 	}
 	return nil
 }
 
-func needArg(arg string, do func(string) error) error {
+func needArg(arg string, do func() error) (func() error, error) {
 	if arg == "" {
-		return errorf(syscall.EINVAL, "needs an argument")
+		return nil, errorf(syscall.EINVAL, "needs an argument")
 	}
-	return do(arg)
+	return do, nil
 }
 
-func noArg(arg string, do func() error) error {
+func noArg(arg string, do func() error) (func() error, error) {
 	if arg != "" {
-		return errorf(syscall.EINVAL, fmt.Sprintf("takes no argument, got %q", arg))
+		return nil, errorf(syscall.EINVAL, fmt.Sprintf("takes no argument, got %q", arg))
 	}
-	return do()
-}
-
-// setCwd takes a path of the tree under a disk-backed directory (such as
-// /workspaces/app, run in its real directory) or else a host path.
-func (d *sessionDir) setCwd(dir string) error {
-	if !path.IsAbs(dir) {
-		return errorf(syscall.EINVAL, fmt.Sprintf("%q is not an absolute path", dir))
-	}
-	host, ok := d.fs.opts.Resolve(path.Clean(dir))
-	if !ok {
-		host = path.Clean(dir)
-	}
-	return d.s.SetWorkdir(host)
+	return do, nil
 }
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-func (d *sessionDir) setEnv(kv string) error {
+func (d *sessionDir) setEnv(kv string, b *batch) (func() error, error) {
+	if err := idle(b); err != nil {
+		return nil, err
+	}
 	name, _, ok := strings.Cut(kv, "=")
 	if !ok || !envName.MatchString(name) {
-		return errorf(syscall.EINVAL, fmt.Sprintf("want NAME=VALUE, got %q", kv))
+		return nil, errorf(syscall.EINVAL, fmt.Sprintf("want NAME=VALUE, got %q", kv))
 	}
-	return d.s.SetEnv(kv)
+	return func() error { return d.s.SetEnv(kv) }, nil
+}
+
+// setShell takes the shell the session runs, which /etc/shells lists.
+func (d *sessionDir) setShell(arg string, b *batch) (func() error, error) {
+	if err := idle(b); err != nil {
+		return nil, err
+	}
+	if arg == "" {
+		return nil, errorf(syscall.EINVAL, "needs an argument")
+	}
+	if err := d.s.CheckShell(arg); err != nil {
+		return nil, err
+	}
+	return func() error { return d.s.SetShell(arg) }, nil
 }
 
 // setRC takes on or off: whether the shell reads its login and rc files.
-func (d *sessionDir) setRC(arg string) error {
+func (d *sessionDir) setRC(arg string, b *batch) (func() error, error) {
+	if err := idle(b); err != nil {
+		return nil, err
+	}
 	switch arg {
 	case "on", "off":
-		return d.s.SetRC(arg == "on")
+		return func() error { return d.s.SetRC(arg == "on") }, nil
 	}
-	return errorf(syscall.EINVAL, fmt.Sprintf("want on or off, got %q", arg))
+	return nil, errorf(syscall.EINVAL, fmt.Sprintf("want on or off, got %q", arg))
 }
 
 // duration takes Go's forms (90s, 1m30s, 250ms) or plain seconds (90).
@@ -125,58 +193,66 @@ func duration(s string) (time.Duration, error) {
 	return d, nil
 }
 
-func (d *sessionDir) setTimeout(arg string) error {
+func (d *sessionDir) setTimeout(arg string, _ *batch) (func() error, error) {
 	t, err := duration(arg)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	d.s.SetTimeout(t)
-	return nil
+	return func() error { d.s.SetTimeout(t); return nil }, nil
 }
 
-func (d *sessionDir) setYield(arg string) error {
+func (d *sessionDir) setYield(arg string, _ *batch) (func() error, error) {
 	y, err := duration(arg)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if y > MaxYield {
-		return errorf(syscall.EINVAL, fmt.Sprintf("yield %v is longer than %v", y, MaxYield))
+		return nil, errorf(syscall.EINVAL, fmt.Sprintf("yield %v is longer than %v", y, MaxYield))
 	}
-	d.mu.Lock()
-	d.yield = y // 0: back to the default
-	d.mu.Unlock()
-	return nil
+	return func() error {
+		d.mu.Lock()
+		d.yield = y // 0: back to the default
+		d.mu.Unlock()
+		return nil
+	}, nil
 }
 
-func (d *sessionDir) signal(name string) error {
+func (d *sessionDir) signal(name string, _ *batch) (func() error, error) {
 	sig, err := shelld.ParseSignal(name)
 	if err != nil {
-		return errorf(syscall.EINVAL, err.Error())
+		return nil, errorf(syscall.EINVAL, err.Error())
 	}
-	return d.s.Signal(sig)
+	return func() error { return d.s.Signal(sig) }, nil
 }
 
-func (d *sessionDir) resize(arg string) error {
+func (d *sessionDir) resize(arg string, _ *batch) (func() error, error) {
 	var rows, cols uint16
 	if n, err := fmt.Sscanf(arg, "%d %d", &rows, &cols); n != 2 || err != nil || rows == 0 || cols == 0 {
-		return errorf(syscall.EINVAL, fmt.Sprintf("want ROWS COLS, got %q", arg))
+		return nil, errorf(syscall.EINVAL, fmt.Sprintf("want ROWS COLS, got %q", arg))
 	}
-	return d.s.Resize(rows, cols)
+	return func() error { return d.s.Resize(rows, cols) }, nil
 }
 
-// maxCtlLine bounds a ctl line still waiting for its newline.
+// maxCtlLine bounds what waits for a newline in an open ctl.
 const maxCtlLine = 64 << 10
 
 // ctlHandle is an open ctl. A verb runs only once its line is complete,
 // so a line split over two writes never runs its first half (`exec rm
-// -rf /tmp/build` cut to `exec rm -rf /tmp/b`): the open file keeps the
-// unfinished line until its newline comes or the file is closed. A line
+// -rf /tmp/build` cut to `exec rm -rf /tmp/b`): the open file keeps what
+// was written, whole lines before the unfinished one included (they are
+// checked together), until a newline ends it or the file is closed. A line
 // finished by a write fails that write; one finished by the close fails
 // the close (and is kept in lastError either way).
+//
+// A failure sticks to the open file: writers such as printf(1) write a
+// line at a time, so `printf 'cwd /nope\nexec rm -rf build\n' > ctl` is
+// two writes, and the exec must not run once the cwd has failed. Every
+// later write and the close fail too, and take no effect.
 type ctlHandle struct {
 	d       *sessionDir
 	mu      sync.Mutex
 	pending []byte
+	failed  error // the first failure of this open file
 }
 
 func (f *FS) ctl(d *sessionDir) *file {
@@ -191,21 +267,31 @@ func (h *ctlHandle) ReadAt(context.Context, []byte, int64) (int, error) {
 func (h *ctlHandle) WriteAt(ctx context.Context, p []byte, _ int64) (int, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.failed != nil {
+		return 0, h.refuse()
+	}
 	h.pending = append(h.pending, p...)
-	end := bytes.LastIndexByte(h.pending, '\n')
-	if end < 0 {
+	if !bytes.HasSuffix(h.pending, []byte("\n")) {
 		if len(h.pending) > maxCtlLine {
 			h.pending = nil
-			return 0, h.d.s.Fail(errorf(syscall.EINVAL, fmt.Sprintf("ctl: line longer than %d bytes", maxCtlLine)))
+			h.failed = h.d.s.Fail(errorf(syscall.EINVAL, fmt.Sprintf("ctl: line longer than %d bytes", maxCtlLine)))
+			return 0, h.failed
 		}
 		return len(p), nil
 	}
-	lines := h.pending[:end+1]
-	h.pending = slices.Clone(h.pending[end+1:])
+	lines := h.pending
+	h.pending = nil
 	if err := h.d.control(ctx, lines); err != nil {
+		h.failed = err
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// refuse fails a write after an earlier one of the same open file failed.
+func (h *ctlHandle) refuse() error {
+	h.pending = nil
+	return h.d.s.Fail(errorf(vfs.Errno(h.failed), fmt.Sprintf("ctl: not done, an earlier line written to this open ctl failed: %v", h.failed)))
 }
 
 // Flush runs the last line, which had no newline: `echo -n kill > ctl`.
@@ -217,7 +303,11 @@ func (h *ctlHandle) Flush(ctx context.Context) error {
 	if len(line) == 0 {
 		return nil
 	}
-	return h.d.control(ctx, line)
+	if h.failed != nil {
+		return h.refuse()
+	}
+	h.failed = h.d.control(ctx, line)
+	return h.failed
 }
 
 // Close runs what a close without a flush (9P's clunk) left.

@@ -12,6 +12,7 @@
 package procfs
 
 import (
+	"context"
 	"errors"
 	"os"
 	"sync"
@@ -24,11 +25,12 @@ import (
 
 // Options are how the tree behaves around its sessions.
 type Options struct {
-	// Resolve translates a path of the whole tree, such as
-	// /workspaces/app, to the host directory that holds it, for `ctl cwd`.
-	// It reports false for a path no disk-backed tree holds; such a path
-	// is taken as a host path.
-	Resolve func(treePath string) (hostDir string, ok bool)
+	// Resolve translates an absolute path a `ctl cwd` names to the host
+	// directory a process runs in for it: a path of the tree (such as
+	// /workspaces/app) to the host directory that serves it, or an error
+	// where none does (/sys); a path of no tree (/tmp) is the host's and
+	// comes back as it is. Nil: every path is the host's.
+	Resolve func(ctx context.Context, p string) (hostDir string, err error)
 	// Yield is how long a blocking read (wait, stream) waits at most,
 	// unless a session's `yield` verb says otherwise (5 s).
 	Yield time.Duration
@@ -69,7 +71,7 @@ func New(mgr *shelld.Manager, opts Options) *FS {
 		opts.CloneGrace = DefaultCloneGrace
 	}
 	if opts.Resolve == nil {
-		opts.Resolve = func(string) (string, bool) { return "", false }
+		opts.Resolve = func(_ context.Context, p string) (string, error) { return p, nil }
 	}
 	f := &FS{mgr: mgr, opts: opts, uid: uint32(os.Geteuid()), gid: uint32(os.Getegid()),
 		views: map[*shelld.Session]*sessionDir{}}

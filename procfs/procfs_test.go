@@ -386,11 +386,11 @@ func TestCtlVerbs(t *testing.T) {
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f, _ := newFS(t, shelld.Config{}, Options{Resolve: func(p string) (string, bool) {
+	f, _ := newFS(t, shelld.Config{}, Options{Resolve: func(_ context.Context, p string) (string, error) {
 		if rest, ok := strings.CutPrefix(p, "/workspaces"); ok {
-			return work + rest, true
+			return work + rest, nil
 		}
-		return "", false
+		return p, nil
 	}})
 	run := func(t *testing.T, dir vfs.Node, verbs string) {
 		t.Helper()
@@ -426,7 +426,23 @@ func TestCtlVerbs(t *testing.T) {
 		{"", "cwd " + app, 0, "", func(t *testing.T, dir vfs.Node) bool { return cwdOf(t, dir) == app }},
 		{"", "cwd /workspaces/app", 0, "", func(t *testing.T, dir vfs.Node) bool { return cwdOf(t, dir) == app }},
 		{"", "cwd /workspaces/x/../app/", 0, "", func(t *testing.T, dir vfs.Node) bool { return cwdOf(t, dir) == app }},
-		{"", "cwd relative", syscall.EINVAL, "not an absolute path", nil},
+		{"", "cwd relative", syscall.ENOENT, "relative", nil},
+		{"", "cwd /workspaces\ncwd app", 0, "", func(t *testing.T, dir vfs.Node) bool { return cwdOf(t, dir) == app }},
+		{"", "cwd /workspaces/app\ncwd ..\ncwd ./app/", 0, "", func(t *testing.T, dir vfs.Node) bool { return cwdOf(t, dir) == app }},
+		{"", "cwd ~user", syscall.EINVAL, "only ~ and ~/", nil},
+		{"", "cwd /workspaces/none\nexec echo ran", syscall.ENOENT, "none", func(t *testing.T, dir vfs.Node) bool {
+			return status(t, dir).Status == shelld.Idle
+		}},
+		{"", "env A=1\ncwd /workspaces/none", syscall.ENOENT, "none", func(t *testing.T, dir vfs.Node) bool {
+			// Nothing of a failed write takes effect, and the session
+			// starts nothing until a cwd succeeds.
+			err := write(walk(t, dir, "ctl"), "exec echo ran")
+			return !strings.Contains(read(t, walk(t, dir, "env")), "A=1") && vfs.Errno(err) == syscall.ENOENT &&
+				status(t, dir).Status == shelld.Idle && strings.Contains(status(t, dir).LastError, "the last cwd failed")
+		}},
+		{"", "exec true\ncwd /workspaces/app", syscall.EBUSY, "already runs", func(t *testing.T, dir vfs.Node) bool {
+			return status(t, dir).Status == shelld.Idle
+		}},
 		{"", "cwd /workspaces/none", syscall.ENOENT, "none", nil},
 		{"", "cwd " + file, syscall.ENOTDIR, "file", nil},
 		{"shell", "cwd /", syscall.EBUSY, "already runs", nil},
@@ -509,7 +525,7 @@ func TestCtlVerbs(t *testing.T) {
 		// those after it did not.
 		{"", "env GOOD=1\nnope\nenv LATER=1\n", syscall.EINVAL, `unknown verb "nope"`, func(t *testing.T, dir vfs.Node) bool {
 			env := read(t, walk(t, dir, "env"))
-			return strings.Contains(env, "GOOD=1") && !strings.Contains(env, "LATER=1")
+			return !strings.Contains(env, "GOOD=1") && !strings.Contains(env, "LATER=1")
 		}},
 	}
 	for i, tc := range tests {

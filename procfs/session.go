@@ -29,8 +29,11 @@ type sessionDir struct {
 	mu      sync.Mutex
 	yield   time.Duration
 	claimed bool // its ctl or stdin was opened (hold.go)
-	temps   map[string]*tempFile
-	recs    map[int]*recordDir
+	// dir is the path of the tree the last cwd named, which relative
+	// cwds are taken against; "" when it named a host directory.
+	dir   string
+	temps map[string]*tempFile
+	recs  map[int]*recordDir
 }
 
 func newSessionDir(f *FS, s *shelld.Session) *sessionDir {

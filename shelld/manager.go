@@ -31,7 +31,10 @@ type Config struct {
 	// Shells is the list of the shells a session may choose (`shell
 	// PATH`), /etc/shells by default.
 	Shells string
-	Clock  func() time.Time
+	// Namespace is asked at each start how the session's process sees
+	// the tree's paths (nil: the host's only).
+	Namespace func() Namespace
+	Clock     func() time.Time
 }
 
 // DefaultUmask is the sessions' umask when Config.Umask is nil.

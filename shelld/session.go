@@ -57,6 +57,9 @@ type Status struct {
 	Output     int64     `json:"outputBytes"`
 	Truncated  bool      `json:"truncated"`
 	LastError  string    `json:"lastError,omitempty"`
+	// Paths says which paths the session's commands see: PathsTree or
+	// PathsHost (see Namespace).
+	Paths string `json:"paths"`
 }
 
 // Ended reports whether the status is of a process that has come and
@@ -78,12 +81,18 @@ type Session struct {
 	out *Log
 	err *Log // an exec's standard error, apart from its terminal (empty for a shell)
 
-	mu       sync.Mutex
-	state    string
-	command  string   // the command line, as cmdline shows it
-	title    string   // what status calls an interactive shell: its name
-	sighted  sighting // the reader last seen blocked on the terminal (tty.go)
-	workdir  string
+	mu      sync.Mutex
+	state   string
+	command string   // the command line, as cmdline shows it
+	title   string   // what status calls an interactive shell: its name
+	sighted sighting // the reader last seen blocked on the terminal (tty.go)
+	workdir string
+	// noDir is why the directory last asked for could not be had; the
+	// session starts nothing until one is (SetWorkdir), so a command
+	// never runs in a directory it was not given.
+	noDir    error
+	paths    string   // PathsTree or PathsHost, once started
+	binds    []Bind   // laid in the process's mount namespace (PathsTree)
 	env      []string // additions from `env K=V`, applied at start
 	shell    string   // the shell it runs (`shell PATH`); empty: the daemon's
 	norc     bool     // `rc off`: the shell reads no login or rc files
@@ -209,24 +218,33 @@ func (s *Session) startWith(su startup, args []string, command string, timeout t
 		in.remove()
 		return s.failLocked(ErrStarted)
 	}
+	if s.noDir != nil {
+		in.remove()
+		return s.failLocked(fmt.Errorf("no working directory: the last cwd failed (%w); give one that exists", s.noDir))
+	}
 	env := su.env
 	if in != nil {
 		env = append(env, in.env...)
 	}
-	cmd := exec.Command(su.shell, args...)
-	cmd.Dir = s.workdir
-	cmd.Env = env
+	var ns Namespace
+	if s.cfg.Namespace != nil {
+		ns = s.cfg.Namespace()
+	}
+	if ns.Tree != "" {
+		env = append(env, TreeEnv+"="+ns.Tree)
+	}
 	o := ptyOptions{rows: s.size[0], cols: s.size[1], umask: *s.cfg.Umask, plain: !interactive}
 	var errs *os.File
 	if !interactive {
 		r, w, err := os.Pipe()
 		if err != nil {
+			in.remove()
 			return s.failStartLocked(su.shell, command, err)
 		}
 		errs, o.stderr = r, w
 		defer w.Close() // the child has its own
 	}
-	tty, pts, err := startPty(cmd, o)
+	cmd, tty, pts, err := s.startCmd(su.shell, args, env, ns, o)
 	if err != nil {
 		in.remove()
 		if errs != nil {
@@ -262,6 +280,29 @@ func (s *Session) failStartLocked(path, command string, err error) error {
 	return s.failLocked(fmt.Errorf("start %s: %w", path, err))
 }
 
+// startCmd starts the program on a new terminal: in a mount namespace of
+// its own with binds laid where the system allows it (Namespace), else as
+// it is; a refusal (EPERM: no CAP_SYS_ADMIN after all) is remembered and
+// the program started plainly.
+func (s *Session) startCmd(path string, args, env []string, ns Namespace, o ptyOptions) (*exec.Cmd, *os.File, string, error) {
+	cmd := exec.Command(path, args...)
+	cmd.Dir, cmd.Env = s.workdir, env
+	o.unshare = namespaced(cmd, ns)
+	tty, pts, err := startPty(cmd, o)
+	if err != nil && o.unshare && errors.Is(err, syscall.EPERM) {
+		nsRefused.Store(true)
+		cmd = exec.Command(path, args...)
+		cmd.Dir, cmd.Env = s.workdir, env
+		o.unshare = false
+		tty, pts, err = startPty(cmd, o)
+	}
+	s.paths = PathsHost
+	if o.unshare {
+		s.paths, s.binds = PathsTree, ns.Binds
+	}
+	return cmd, tty, pts, err
+}
+
 // drainGrace is how long the end of a process waits for its last output
 // to come through the terminal. A background job that keeps the terminal
 // open keeps writing to the log after that, but does not keep the session
@@ -274,6 +315,7 @@ type ptyOptions struct {
 	umask      int
 	plain      bool     // no output processing: one-shots print plain \n lines
 	stderr     *os.File // the process's standard error when not the terminal
+	unshare    bool     // in a mount namespace of its own (namespaced)
 }
 
 // startPty starts cmd as a session leader on a new terminal of the given
@@ -305,6 +347,9 @@ func startPty(cmd *exec.Cmd, o ptyOptions) (*os.File, string, error) {
 		cmd.Stderr = o.stderr
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if o.unshare {
+		unshareMounts(cmd)
+	}
 	if err := startWithUmask(cmd, o.umask); err != nil {
 		master.Close()
 		return nil, "", err
@@ -891,11 +936,11 @@ func (s *Session) CommandLine() string {
 // the directory it starts in when none runs.
 func (s *Session) Cwd() string {
 	s.mu.Lock()
-	dir, state := s.workdir, s.state
+	dir, state, binds := s.workdir, s.state, s.binds
 	s.mu.Unlock()
 	if pid := s.pid(); state == Running && pid > 0 {
 		if live, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid)); err == nil {
-			return live
+			return hostPath(live, binds)
 		}
 	}
 	return dir
@@ -911,17 +956,16 @@ func (s *Session) SetTimeout(d time.Duration) {
 // SetWorkdir sets the directory the process starts in; it must be set
 // before the start.
 func (s *Session) SetWorkdir(dir string) error {
+	err := CheckWorkdir(dir)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state != Idle {
 		return s.failLocked(ErrStarted)
 	}
-	if fi, err := os.Stat(dir); err != nil {
+	if err != nil {
 		return s.failLocked(err)
-	} else if !fi.IsDir() {
-		return s.failLocked(&os.PathError{Op: "chdir", Path: dir, Err: syscall.ENOTDIR})
 	}
-	s.workdir, s.touched = dir, s.cfg.Clock()
+	s.workdir, s.noDir, s.touched = dir, nil, s.cfg.Clock()
 	return nil
 }
 
@@ -929,16 +973,71 @@ func (s *Session) SetWorkdir(dir string) error {
 // instead of the daemon's: an absolute path that /etc/shells lists, as
 // for chsh(1).
 func (s *Session) SetShell(path string) error {
-	return s.beforeStart(func() error {
-		if !filepath.IsAbs(path) || !listedShell(s.cfg.Shells, path) {
-			return &os.PathError{Op: "shell", Path: path, Err: ErrNotAShell}
+	if err := s.CheckShell(path); err != nil {
+		return s.Fail(err)
+	}
+	return s.beforeStart(func() error { s.shell = path; return nil })
+}
+
+// CheckShell reports whether path may be the session's shell: absolute,
+// listed in the shells file, and there.
+func (s *Session) CheckShell(path string) error {
+	if !filepath.IsAbs(path) || !listedShell(s.cfg.Shells, path) {
+		return &os.PathError{Op: "shell", Path: path, Err: ErrNotAShell}
+	}
+	_, err := os.Stat(path)
+	return err
+}
+
+// LoseWorkdir records that the directory asked for could not be had
+// (err says why): the session starts nothing until SetWorkdir succeeds,
+// as `cd DIR && CMD` runs nothing when DIR is missing.
+func (s *Session) LoseWorkdir(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state == Idle {
+		s.noDir = err
+	}
+}
+
+// CheckWorkdir reports whether a process could start in dir: it must be
+// an existing directory.
+func CheckWorkdir(dir string) error {
+	if fi, err := os.Stat(dir); err != nil {
+		return err
+	} else if !fi.IsDir() {
+		return &os.PathError{Op: "chdir", Path: dir, Err: syscall.ENOTDIR}
+	}
+	return nil
+}
+
+// Idle reports whether the session has not started a process yet.
+func (s *Session) Idle() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state == Idle
+}
+
+// Workdir is the directory the process starts (or started) in.
+func (s *Session) Workdir() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.workdir
+}
+
+// Home is the session user's home directory: HOME as the session's
+// environment has it (`env HOME=…` included), else the daemon's.
+func (s *Session) Home() string {
+	s.mu.Lock()
+	env := s.startupLocked().env
+	s.mu.Unlock()
+	home, _ := os.UserHomeDir()
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
+			home = v
 		}
-		if _, err := os.Stat(path); err != nil {
-			return err
-		}
-		s.shell = path
-		return nil
-	})
+	}
+	return home
 }
 
 // beforeStart runs set, a change of how the process is to start, with
@@ -1021,7 +1120,13 @@ func (s *Session) status(deep bool) Status {
 		ID: s.id, Status: s.state, Command: cmp.Or(s.title, s.command), Workdir: s.workdir,
 		ExitCode: s.exitCode, Signal: s.signal, TimedOut: s.timedOut,
 		StartedAt: s.started, EndedAt: s.ended, Output: end,
-		Truncated: start > 0, LastError: s.lastErr,
+		Truncated: start > 0, LastError: s.lastErr, Paths: s.paths,
+	}
+	if st.Paths == "" { // not started: what a start would give
+		st.Paths = PathsHost
+		if s.cfg.Namespace != nil && mayUnshareMounts() && !nsRefused.Load() {
+			st.Paths = PathsTree
+		}
 	}
 	if waiting && st.Status == Running {
 		st.Status = Waiting

@@ -189,6 +189,25 @@ type HostDirer interface {
 	OpenHostDir() (*os.File, error)
 }
 
+// HostPather is a directory of the host's own file system (diskfs):
+// HostPath reports its host path now, so that what a path is on disk
+// decides, whatever its name in the tree: the namespace's refusals, and
+// the directory a /proc session's process runs in (its cwd names a
+// directory of the tree; the process needs the host's). ok is false
+// where the node is no such directory.
+type HostPather interface {
+	HostPath() (dir string, ok bool)
+}
+
+// HostPath is n's host directory (HostPather); a node without one has
+// none, such as a synthetic directory or a remote device's.
+func HostPath(n Node) (string, bool) {
+	if h, ok := n.(HostPather); ok {
+		return h.HostPath()
+	}
+	return "", false
+}
+
 // Flusher is a handle with something to finish when a descriptor of it is
 // closed, such as a last ctl line that has no newline. The edges call
 // Flush at every close(2) (FUSE's FLUSH), so it may run more than once and

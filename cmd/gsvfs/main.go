@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/gsvfs/gsvfs/shelld"
 	"github.com/spf13/cobra"
 )
 
@@ -17,6 +18,7 @@ import (
 var version = "0.1.0-dev"
 
 func main() {
+	shelld.RunInit() // a session's program, started in a mount namespace of its own
 	if err := rootCommand().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "gsvfs:", err)
 		os.Exit(exitStatus(err))

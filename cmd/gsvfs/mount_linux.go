@@ -138,6 +138,9 @@ func serveMount(stdout io.Writer, f mountFlags, mountpoint string) (err error) {
 	if err != nil {
 		return err
 	}
+	if src.mounted != nil {
+		src.mounted(mountpoint)
+	}
 	if f.kernelBinds {
 		stop := keepKernelBinds(m, src.table)
 		defer stop()
@@ -151,7 +154,7 @@ func serveMount(stdout io.Writer, f mountFlags, mountpoint string) (err error) {
 	slog.Info("serving", "tree", src.name, "mountpoint", mountpoint, "pid", os.Getpid())
 	fmt.Fprintf(stdout, "gsvfs: serving %s at %s (pid %d)\n", src.name, mountpoint, os.Getpid())
 	report(nil)
-	waitUnmount(m, sigs)
+	waitUnmount(m, sigs, src.endSessions)
 	return nil
 }
 
@@ -177,9 +180,11 @@ func fewerProcs() {
 
 // waitUnmount serves until the mount is gone; SIGINT, SIGTERM or SIGHUP
 // (on sigs) unmounts first, lazily if files are still open so the daemon
-// can always exit. A lost 9P server does not end it: the tree waits for
-// the server to come back.
-func waitUnmount(m *fusefs.Mount, sigs <-chan os.Signal) {
+// can always exit, after ending the sessions (before, when not nil): a
+// session's mount namespace holds a copy of the mount, which would keep
+// it up. A lost 9P server does not end it: the tree waits for the server
+// to come back.
+func waitUnmount(m *fusefs.Mount, sigs <-chan os.Signal, before func()) {
 	done := make(chan struct{})
 	go func() { m.Wait(); close(done) }()
 	select {
@@ -187,6 +192,9 @@ func waitUnmount(m *fusefs.Mount, sigs <-chan os.Signal) {
 		slog.Info("mount gone; exiting", "mountpoint", m.Dir)
 	case sig := <-sigs:
 		slog.Info("unmounting", "signal", sig.String(), "mountpoint", m.Dir)
+		if before != nil {
+			before()
+		}
 		unmountOrDetach(m)
 	}
 }

@@ -22,6 +22,11 @@ type source struct {
 	edges *edgeList
 	// table is a local tree's mount table; nil if remote.
 	table *mounts.Table
+	// mounted records where the tree is mounted, for its sessions, and
+	// endSessions ends them before an unmount (their mount namespaces
+	// hold the mount); both nil if remote.
+	mounted     func(dir string)
+	endSessions func()
 }
 
 // openSource picks the tree for a mount: --server's, else the running
@@ -58,7 +63,8 @@ func openSource(f mountFlags) (*source, error) {
 	if err != nil {
 		return nil, err
 	}
-	src := &source{tree: tree.root, name: root, close: tree.close, edges: tree.edges, table: tree.table}
+	src := &source{tree: tree.root, name: root, close: tree.close, edges: tree.edges, table: tree.table,
+		mounted: func(dir string) { tree.mounted.Store(&dir) }, endSessions: tree.endSessions}
 	srv, where, err := startNinep(tree, []ninep.Address{sock})
 	if err != nil {
 		// The mount works without it; only attaching more mounts does not.

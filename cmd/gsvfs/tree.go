@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gsvfs/gsvfs/crond"
@@ -127,6 +128,12 @@ type tree struct {
 	close func()
 	// fsid is the tree's filesystem id (statfs f_fsid over 9P).
 	fsid uint64
+	// mounted is where this daemon mounts the tree on this machine (nil:
+	// nowhere), which sessions are told ($GSVFS_TREE).
+	mounted *atomic.Pointer[string]
+	// endSessions ends the sessions, whose mount namespaces hold the
+	// tree's FUSE mount: before an unmount, which waits for them.
+	endSessions func()
 }
 
 // reapEvery is how often finished sessions past their retention time are
@@ -180,6 +187,8 @@ func buildTree(root string, o treeOptions) (*tree, error) {
 	if !o.noSessions {
 		caps.add("shell.exec")
 	}
+	mounted := &atomic.Pointer[string]{}
+	o.sessions.Namespace = sessionNamespace(t, root, mounted)
 	mgr := shelld.NewManager(o.sessions)
 	cron := crond.New(crond.Options{File: filepath.Join(root, "etc", "crontab"),
 		Runner: sessionRunner{mgr}, Log: slog.Default()})
@@ -195,7 +204,7 @@ func buildTree(root string, o treeOptions) (*tree, error) {
 		Devices: func() (int, int) { return gw.Counts() }, Links: func() []sysfs.Link { return linkCounts(gw) }}), "sys"); err != nil {
 		return nil, err
 	}
-	proc := procfs.New(mgr, procfs.Options{Resolve: resolver(root)})
+	proc := procfs.New(mgr, procfs.Options{Resolve: resolver(t)})
 	if !o.noSessions {
 		if err := t.MountAs("/proc", proc.Root(), "proc"); err != nil {
 			mgr.Close()
@@ -217,7 +226,7 @@ func buildTree(root string, o treeOptions) (*tree, error) {
 	stop := make(chan struct{})
 	go reapSessions(proc, stop)
 	return &tree{root: t.Root(), table: t, export: export, gateway: gw, caps: caps, edges: edges, close: sync.OnceFunc(func() { cancel(); gw.Close(); close(stop); mgr.Close() }),
-		fsid: stateFsid(root)}, nil
+		fsid: stateFsid(root), mounted: mounted, endSessions: mgr.Close}, nil
 }
 
 // bindHostDirs serves each HOSTDIR:PATH of binds as a disk tree at PATH,
@@ -356,16 +365,22 @@ func linkCounts(gw *devices.Gateway) []sysfs.Link {
 	return out
 }
 
-// resolver translates a path of the tree under a disk-backed directory
-// (/workspaces/app) to the real directory holding it, for `ctl cwd`.
-// The path is clean and absolute, so it cannot climb out of its tree.
-func resolver(root string) func(string) (string, bool) {
-	return func(p string) (string, bool) {
-		top, _, _ := strings.Cut(strings.TrimPrefix(path.Clean(p), "/"), "/")
-		if !slices.Contains(diskTrees, top) || strings.HasPrefix(path.Clean(p), "/etc/man") {
-			return "", false
+// resolver maps the directory a session's `ctl cwd` names to the host
+// directory its process runs in: a path of the tree through the namespace
+// (binds, unions and --bind included), any other path (its first name is
+// none of the tree's, such as /tmp) as the host's.
+func resolver(t *mounts.Table) func(context.Context, string) (string, error) {
+	return func(ctx context.Context, p string) (string, error) {
+		top, _, _ := strings.Cut(strings.TrimPrefix(p, "/"), "/")
+		root := t.Root()
+		n, err := root.Lookup(ctx, top)
+		if errors.Is(err, fs.ErrNotExist) || top == "" {
+			return p, nil
 		}
-		return filepath.Join(root, filepath.FromSlash(path.Clean(p))), true
+		if f, ok := n.(vfs.Forgetter); ok {
+			f.Forget()
+		}
+		return t.HostPath(ctx, p)
 	}
 }
 
