@@ -4,6 +4,7 @@ package diskfs
 
 import (
 	"errors"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -278,7 +279,9 @@ func (tw *treeWatch) run() {
 			if !ok {
 				return
 			}
-			tw.note(pending, ev)
+			if !tw.note(pending, ev) {
+				lost = true
+			}
 		case err, ok := <-tw.w.Errors:
 			if !ok {
 				return
@@ -302,8 +305,9 @@ func (tw *treeWatch) run() {
 
 // note adds an event to the batch. A directory of the tree removed or
 // moved loses its watch (inotify's watch now follows the directory to a
-// path fsnotify no longer knows), and is watched again where it went.
-func (tw *treeWatch) note(pending map[changeKey]bool, ev fsnotify.Event) {
+// path fsnotify no longer knows), and is watched again where it went. It
+// reports false if changes may have gone unseen (see moved).
+func (tw *treeWatch) note(pending map[changeKey]bool, ev fsnotify.Event) bool {
 	tw.mu.Lock()
 	parent := tw.dirs[filepath.Dir(ev.Name)].Value()
 	self := tw.dirs[ev.Name].Value()
@@ -313,19 +317,27 @@ func (tw *treeWatch) note(pending map[changeKey]bool, ev fsnotify.Event) {
 		pending[key] = pending[key] || ev.Has(fsnotify.Write)
 	}
 	if self == nil {
-		return
+		return true
 	}
 	if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
-		tw.moved(self, ev.Name)
+		return tw.moved(pending, self, ev.Name)
 	} else if parent == nil {
 		pending[changeKey{self, ""}] = false
 	}
+	return true
 }
+
+// movedGap bounds the entries of a moved directory reported changed once
+// it is watched again; past it the batch says changes were lost.
+const movedGap = 4096
 
 // moved watches a directory that left the path old again where it is
 // now, and the watched directories below it too, whose watches fsnotify
-// still knows by their old paths.
-func (tw *treeWatch) moved(n *node, old string) {
+// still knows by their old paths. A change made in them between the move
+// and the new watch reached no watch, or came under the old path, which
+// names nothing now: so every entry of each is reported changed. False if
+// one had more than movedGap entries or could not be listed.
+func (tw *treeWatch) moved(pending map[changeKey]bool, n *node, old string) bool {
 	tw.mu.Lock()
 	var below []string
 	for p := range tw.dirs {
@@ -336,8 +348,11 @@ func (tw *treeWatch) moved(n *node, old string) {
 	tw.mu.Unlock()
 	tw.unwatch(n, old)
 	now, ok := n.hostPath()
-	if ok && !strings.HasSuffix(now, " (deleted)") {
+	ok = ok && !strings.HasSuffix(now, " (deleted)")
+	complete := true
+	if ok {
 		tw.addAt(n, now)
+		complete = rewatched(pending, n, now)
 	}
 	for _, p := range below {
 		tw.mu.Lock()
@@ -348,9 +363,29 @@ func (tw *treeWatch) moved(n *node, old string) {
 		}
 		tw.unwatch(d, p)
 		if ok {
-			tw.addAt(d, now+strings.TrimPrefix(p, old))
+			at := now + strings.TrimPrefix(p, old)
+			tw.addAt(d, at)
+			complete = rewatched(pending, d, at) && complete
 		}
 	}
+	return complete
+}
+
+// rewatched reports every entry of d, watched again at at, changed.
+func rewatched(pending map[changeKey]bool, d *node, at string) bool {
+	f, err := os.Open(at)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(movedGap + 1)
+	if err != nil && !errors.Is(err, io.EOF) || len(names) > movedGap {
+		return false
+	}
+	for _, name := range names {
+		pending[changeKey{d, name}] = true
+	}
+	return true
 }
 
 // unwatch removes n's watch at p.

@@ -4,6 +4,7 @@ package diskfs_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -106,6 +107,68 @@ func TestWatchReportsOutsideChanges(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "moved", "after"), nil, 0o644)
 	if c := next(t, ch, "after"); c.Dir != subAttr.Ino {
 		t.Fatalf("a change in the moved directory reported as %+v", c)
+	}
+}
+
+// A file written right after its directory was moved, before the watch
+// follows the directory to its new path, is still reported changed: its
+// event came under the old path, which names nothing now, so the entries
+// of a directory watched again are all reported.
+func TestWatchWriteRightAfterDirMove(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	f, err := diskfs.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := subscribe(t, f)
+	for i := range 20 { // each round a fresh race between the move and the write
+		d1, d2 := filepath.Join(dir, fmt.Sprint("a", i)), filepath.Join(dir, fmt.Sprint("b", i))
+		os.Mkdir(d1, 0o755)
+		os.WriteFile(filepath.Join(d1, "g"), []byte("before"), 0o644)
+		d, err := f.Root().Lookup(ctx, filepath.Base(d1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := d.Lookup(ctx, "g")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ino := attr(t, g).Ino
+		drain(ch)
+		if err := os.Rename(d1, d2); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(d2, "g"), []byte("after!"), 0o644)
+		if c := nextData(t, ch, ino); c.Attr.Size != 6 {
+			t.Fatalf("round %d: the write reported as %+v, want size 6", i, c)
+		}
+	}
+}
+
+// nextData waits for a change of the file ino's data.
+func nextData(t *testing.T, ch <-chan vfs.Change, ino uint64) vfs.Change {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case c := <-ch:
+			if c.Attr.Ino == ino && c.Data {
+				return c
+			}
+		case <-timeout:
+			t.Fatalf("no change of the data of inode %d reported", ino)
+		}
+	}
+}
+
+func drain(ch <-chan vfs.Change) {
+	for {
+		select {
+		case <-ch:
+		default:
+			return
+		}
 	}
 }
 

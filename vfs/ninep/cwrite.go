@@ -224,9 +224,13 @@ func (h *writingHandle) report() error {
 }
 
 // Flush waits for the writes sent so far and returns their error: the
-// edge calls it at close(2).
+// edge calls it at close(2). A signal to the closing process does not cut
+// the wait short: close(2) failing with EINTR would leave the caller not
+// knowing whether its data landed (and Go, like most callers, does not
+// close again). The wait is bounded all the same: a link that stops
+// answering fails its writes within the client's liveness bound.
 func (h *writingHandle) Flush(ctx context.Context) error {
-	if err := h.c.behind.barrier(ctx); err != nil {
+	if err := h.c.behind.barrier(context.WithoutCancel(ctx)); err != nil {
 		return vfs.Error("flush", "", vfs.Errno(err))
 	}
 	return h.report()

@@ -311,3 +311,27 @@ func TestUnflushedWritesWait(t *testing.T) {
 		t.Errorf("an unmarked write that fails: %v, want ENOSPC from the write itself", err)
 	}
 }
+
+// TestFlushNotCutShortBySignal: a close(2) interrupted by a signal (the
+// kernel's FUSE INTERRUPT ends the flush's context) still waits for the
+// writes and says how they went, rather than fail with EINTR and leave
+// the caller not knowing.
+func TestFlushNotCutShortBySignal(t *testing.T) {
+	_, g, _, h := gatedOpen(t, 1<<20)
+	if _, err := h.WriteAt(vfs.WithFlushAtClose(context.Background()), []byte("data"), 0); err != nil {
+		t.Fatal(err)
+	}
+	interrupted, cancel := context.WithCancel(context.Background())
+	cancel()
+	flushed := make(chan error, 1)
+	go func() { flushed <- h.(vfs.Flusher).Flush(interrupted) }()
+	select {
+	case err := <-flushed:
+		t.Fatalf("flush returned %v before the write landed", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(g.gate)
+	if err := <-flushed; err != nil {
+		t.Errorf("flush after the write landed: %v", err)
+	}
+}
