@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -99,8 +100,8 @@ func TestUserMountPosix(t *testing.T) {
 // sees on the disk: what the mount wrote is on the disk at close(2) and
 // fsync(2); a change made on the disk shows through the mount (the watch),
 // even over pages written through the mount and not yet closed; O_APPEND
-// from two processes, shared mmap writes and a truncate under a mapping
-// behave as on ext4.
+// from two processes, shared mmap writes, a truncate under a mapping and
+// O_DIRECT beside cached pages behave as on ext4.
 func TestUserMountCoherence(t *testing.T) {
 	startUserMount(t).runChild(t, "coherence")
 }
@@ -147,6 +148,7 @@ var userCoherence = []struct {
 	{"AppendTwoProcesses", ucAppendTwoProcesses},
 	{"MmapSharedMsync", ucMmapShared},
 	{"TruncateWhileMapped", ucTruncateMapped},
+	{"ODirectBesideCachedPages", ucODirect},
 }
 
 // ucData is n bytes that say where they are, so a misplaced page shows.
@@ -381,6 +383,54 @@ func ucTruncateMappedSeq(t *testing.T, dir, host string) string {
 	smMust(t, "read the disk", err)
 	fmt.Fprintf(&out, "on the disk after msync: %d bytes, %q at 20\n", len(b), b[20:34])
 	return out.String()
+}
+
+// An O_DIRECT write through the mount is on the disk when it returns, and
+// a buffered descriptor of the same file, whose pages the kernel holds,
+// then reads it too; an O_DIRECT read sees a change made on the disk at
+// once, as on ext4.
+func ucODirect(t *testing.T, dir, host string) {
+	p, h := filepath.Join(dir, "d"), filepath.Join(host, "d")
+	buffered, err := unix.Open(p, unix.O_RDWR|unix.O_CREAT|unix.O_CLOEXEC, 0o644)
+	smMust(t, "open", err)
+	defer unix.Close(buffered)
+	ucWrite(t, buffered, ucData(4*4096, "buffered"))
+	got := make([]byte, 4*4096)
+	_, err = unix.Pread(buffered, got, 0) // the pages now in the kernel's cache
+	smMust(t, "pread", err)
+	direct, err := unix.Open(p, unix.O_RDWR|unix.O_DIRECT|unix.O_CLOEXEC, 0)
+	smMust(t, "open O_DIRECT", err)
+	defer unix.Close(direct)
+	block := ucAligned(4096)
+	copy(block, ucData(4096, "direct"))
+	_, err = unix.Pwrite(direct, block, 4096)
+	smMust(t, "O_DIRECT pwrite", err)
+	want := ucData(4*4096, "buffered")
+	copy(want[4096:], block)
+	ucWantHost(t, "after an O_DIRECT write returned, the buffered descriptor open", h, want)
+	n, err := unix.Pread(buffered, got, 0)
+	smMust(t, "pread", err)
+	if !bytes.Equal(got[:n], want) {
+		t.Errorf("buffered read after an O_DIRECT write: %s", smDescribe(got[:n], want))
+	}
+	disk := ucData(4096, "disk")
+	hf, err := os.OpenFile(h, os.O_WRONLY, 0)
+	smMust(t, "open on the disk", err)
+	_, err = hf.WriteAt(disk, 2*4096)
+	smMust(t, "write on the disk", err)
+	smMust(t, "close on the disk", hf.Close())
+	_, err = unix.Pread(direct, block, 2*4096)
+	smMust(t, "O_DIRECT pread", err)
+	if !bytes.Equal(block, disk) {
+		t.Errorf("O_DIRECT read right after a write on the disk: %s", smDescribe(block, disk))
+	}
+}
+
+// ucAligned is an n-byte buffer aligned for O_DIRECT.
+func ucAligned(n int) []byte {
+	b := make([]byte, n+4096)
+	off := 4096 - int(uintptr(unsafe.Pointer(&b[0]))%4096)
+	return b[off%4096 : off%4096+n]
 }
 
 // ucLoad reads byte off of a mapping, saying "SIGBUS" when the read
