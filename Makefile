@@ -36,7 +36,8 @@ test: vet
 	mandoc -T lint -W warning docs/man/*.[1-8]
 	$(GO) test -count=1 -timeout 15m ./...
 
-# Go benchmarks, the FUSE comparison against native disk, what watching
+# Go benchmarks, the FUSE comparison against native disk, the same as an
+# ordinary user's mount (userbench: a throwaway user), what watching
 # the state directory buys warm metadata (watchbench), the 9P
 # comparisons against diod (a Go client, then the Linux client in qemu),
 # /proc sessions (round trips, one-shots, idle cost), a device's files
@@ -45,6 +46,7 @@ test: vet
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./...
 	bash bench/fusebench.sh
+	bash bench/userbench.sh
 	bash bench/watchbench.sh
 	bash bench/ninepbench.sh
 	bash bench/vm9pbench.sh

@@ -82,12 +82,8 @@ fi
 # ---------------------------------------------------------------- state
 # and, from lib.sh, work, VALS, ERRS ("workload|target") and PROBLEMS
 
+fuse_state
 lb_pid=
-MOUNTED=()           # mount points this script mounted, in order
-declare -A DAEMON    # mount point -> pid of the process serving it
-declare -A DIR       # target -> directory the workloads run in
-declare -A MNT       # target -> its mount point (FUSE targets)
-declare -A STATELOG  # target -> daemon log to scan for errors
 
 TARGETS=(native gsvfs kb nopt loopback)
 declare -A TLABEL=([native]=native [gsvfs]=gsvfs [kb]="gsvfs kernel-binds" [nopt]="gsvfs no-pt" [loopback]=loopback)
@@ -124,59 +120,6 @@ defwl gitstatus "git status, warm, $warm_label files" "s" time 1.5 0
 
 # ---------------------------------------------------------------- helpers
 
-is_mounted() { awk -v m="$1" '$5 == m { f = 1 } END { exit !f }' /proc/self/mountinfo; }
-
-unmount_one() {
-	local m=$1 pid=${DAEMON[$1]-}
-	if is_mounted "$m"; then
-		if [[ $m == */gs*.mnt ]]; then
-			"$work/gsvfs" umount "$m" >/dev/null 2>&1 || true
-		fi
-		is_mounted "$m" && { fusermount3 -u "$m" 2>/dev/null || fusermount -u "$m" 2>/dev/null || umount "$m" 2>/dev/null || true; }
-		is_mounted "$m" && { log "unmounting $m lazily"; umount -l "$m" 2>/dev/null || fusermount -uz "$m" 2>/dev/null || true; }
-	fi
-	if [[ -n $pid ]] && ! wait_gone "$pid" 10; then
-		log "process $pid serving $m did not exit; killing it"
-		PROBLEMS+=("the daemon serving ${m##*/} did not exit within 10 s of its unmount")
-		kill "$pid" 2>/dev/null || true
-		wait_gone "$pid" 5 || kill -9 "$pid" 2>/dev/null || true
-	fi
-}
-
-# scan_logs reports errors, warnings and panics in the daemons' logs.
-scan_logs() {
-	local t f n
-	for t in "${!STATELOG[@]}"; do
-		f=${STATELOG[$t]}
-		[[ -f $f ]] || continue
-		n=$(grep -ciE "$alarm_re" "$f" || true)
-		if [[ $n != 0 ]]; then
-			log "$n error/warning lines in the ${TLABEL[$t]} log $f (first 20):"
-			grep -iE "$alarm_re" "$f" | head -20 >&2
-		fi
-	done
-}
-
-# undo_mounts: on_exit's UNDO; false (leave the work directory) while
-# something in it is still mounted.
-undo_mounts() {
-	local i
-	for ((i = ${#MOUNTED[@]} - 1; i >= 0; i--)); do
-		unmount_one "${MOUNTED[i]}"
-	done
-	if [[ -n $lb_pid ]]; then
-		wait_gone "$lb_pid" 5 || kill "$lb_pid" 2>/dev/null
-		wait "$lb_pid" 2>/dev/null
-	fi
-	[[ -n $work && -d $work ]] || return 0
-	scan_logs
-	for i in "${MOUNTED[@]}"; do
-		if is_mounted "$i"; then
-			[[ ${BENCH_KEEP:-0} == 1 ]] || log "still mounted: $i; leaving $work"
-			return 1
-		fi
-	done
-}
 on_exit undo_mounts
 
 sub() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.6f", b - a }'; }
@@ -407,19 +350,10 @@ mkdir -p "$work/native/bench"
 DIR[native]=$work/native/bench
 
 mount_gsvfs() { # TARGET STATE MNT [FLAGS...]
-	local t=$1 state=$2 mnt=$3 out
+	local t=$1 state=$2 mnt=$3
 	shift 3
 	mkdir -p "$state" "$mnt"
-	STATELOG[$t]=$state/gsvfs.log
-	if ! out=$("$work/gsvfs" mount --root "$state" "$@" "$mnt"); then
-		log "gsvfs mount $* failed; its log:"
-		cat "$state/gsvfs.log" >&2 || true
-		return 1
-	fi
-	log "$out"
-	MOUNTED+=("$mnt")
-	DAEMON[$mnt]=$(sed -n 's/.*(pid \([0-9]*\).*/\1/p' <<<"$out")
-	MNT[$t]=$mnt
+	gsvfs_mount "$t" "$mnt" "$state/gsvfs.log" "$work/gsvfs" mount --root "$state" "$@" "$mnt" || return 1
 	mkdir "$mnt/workspaces/bench"
 	DIR[$t]=$mnt/workspaces/bench
 }

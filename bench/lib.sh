@@ -15,8 +15,10 @@
 #
 # The sections below: logging and checks; the work directory and exit;
 # figures (medians, ratios, number formats); the report (machine and load
-# lines, the aligned and the markdown table); and, for ninepbench.sh and
-# vm9pbench.sh, diod and gsvfs serve side by side (ninep_state and after).
+# lines, the aligned and the markdown table); for fusebench.sh and
+# userbench.sh, FUSE mounts made and undone (fuse_state and after); and,
+# for ninepbench.sh and vm9pbench.sh, diod and gsvfs serve side by side
+# (ninep_state and after).
 # Some functions call back into the script or read its arrays; each says
 # which.
 
@@ -333,6 +335,94 @@ write_out() {
 	[[ -n ${BENCH_OUT:-} ]] || return 0
 	"$@" >"$BENCH_OUT"
 	log "wrote $BENCH_OUT"
+}
+
+# ---------------------------------------------------------------- FUSE mounts
+# For fusebench.sh and userbench.sh: the mounts the script made, undone at
+# exit in reverse order, and the logs of the daemons scanned for errors.
+
+# fuse_state: MOUNTED (mount points, in the order made), DAEMON (mount
+# point -> pid serving it), GSVFS_MNT (mount point -> 1 for gsvfs's), MNT
+# (target -> mount point), STATELOG (target -> daemon log to scan) and
+# DIR (target -> directory the workloads run in). Log lines name targets
+# by the script's TLABEL.
+fuse_state() {
+	MOUNTED=()
+	declare -gA DAEMON GSVFS_MNT MNT STATELOG DIR
+}
+
+is_mounted() { awk -v m="$1" '$5 == m { f = 1 } END { exit !f }' /proc/self/mountinfo; }
+
+# gsvfs_mount TARGET MNT LOG COMMAND...: run COMMAND, a `gsvfs mount` that
+# leaves its daemon in the background and says "(pid N)", and note the
+# mount as TARGET's, its daemon logging to LOG.
+gsvfs_mount() {
+	local t=$1 mnt=$2 logf=$3 out
+	shift 3
+	STATELOG[$t]=$logf
+	if ! out=$("$@"); then
+		log "$* failed; its log:"
+		cat "$logf" >&2 || true
+		return 1
+	fi
+	log "$out"
+	MOUNTED+=("$mnt")
+	GSVFS_MNT[$mnt]=1
+	DAEMON[$mnt]=$(sed -n 's/.*(pid \([0-9]*\).*/\1/p' <<<"$out")
+	MNT[$t]=$mnt
+}
+
+# unmount_one MNT: unmount it (gsvfs umount for gsvfs's, else fusermount
+# or umount, lazily as a last resort) and wait for the process serving it
+# to exit, killing it after 10 s.
+unmount_one() {
+	local m=$1 pid=${DAEMON[$1]-}
+	if is_mounted "$m"; then
+		if [[ -n ${GSVFS_MNT[$m]-} ]]; then
+			"$work/gsvfs" umount "$m" >/dev/null 2>&1 || true
+		fi
+		is_mounted "$m" && { fusermount3 -u "$m" 2>/dev/null || fusermount -u "$m" 2>/dev/null || umount "$m" 2>/dev/null || true; }
+		is_mounted "$m" && { log "unmounting $m lazily"; umount -l "$m" 2>/dev/null || fusermount -uz "$m" 2>/dev/null || true; }
+	fi
+	if [[ -n $pid ]] && ! wait_gone "$pid" 10; then
+		log "process $pid serving $m did not exit; killing it"
+		PROBLEMS+=("the daemon serving ${m##*/} did not exit within 10 s of its unmount")
+		kill "$pid" 2>/dev/null || true
+		wait_gone "$pid" 5 || kill -9 "$pid" 2>/dev/null || true
+	fi
+	# Reap it when this shell started it.
+	[[ -z $pid ]] || wait "$pid" 2>/dev/null || true
+}
+
+# scan_logs reports errors, warnings and panics in the daemons' logs.
+scan_logs() {
+	local t f n
+	for t in "${!STATELOG[@]}"; do
+		f=${STATELOG[$t]}
+		[[ -f $f ]] || continue
+		n=$(grep -ciE "$alarm_re" "$f" || true)
+		if [[ $n != 0 ]]; then
+			log "$n error/warning lines in the ${TLABEL[$t]} log $f (first 20):"
+			grep -iE "$alarm_re" "$f" | head -20 >&2
+		fi
+	done
+}
+
+# undo_mounts: on_exit's UNDO for the FUSE scripts; false (leave the work
+# directory) while something in it is still mounted.
+undo_mounts() {
+	local i
+	for ((i = ${#MOUNTED[@]} - 1; i >= 0; i--)); do
+		unmount_one "${MOUNTED[i]}"
+	done
+	[[ -n $work && -d $work ]] || return 0
+	scan_logs
+	for i in "${MOUNTED[@]}"; do
+		if is_mounted "$i"; then
+			[[ ${BENCH_KEEP:-0} == 1 ]] || log "still mounted: $i; leaving $work"
+			return 1
+		fi
+	done
 }
 
 # ---------------------------------------------------------------- 9P servers

@@ -25,7 +25,7 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
-	if os.Getenv(stderrChildEnv) != "" {
+	if os.Getenv(stderrChildEnv) != "" || os.Getenv(userChildEnv) != "" {
 		os.Exit(m.Run()) // a test's child process: it runs no daemon
 	}
 	dir, err := os.MkdirTemp("", "gsvfs-bin-")
@@ -55,8 +55,10 @@ func TestMain(m *testing.M) {
 // daemon is one running `gsvfs mount --foreground`.
 type daemon struct {
 	Root, Mnt string
-	env       []string // the daemon's environment; nil: this process's
-	prefix    []string // a command the binary runs under (ip netns exec NS)
+	env       []string            // the daemon's environment; nil: this process's
+	prefix    []string            // a command the binary runs under (ip netns exec NS)
+	bin       string              // the gsvfs binary to run; "": binary
+	cred      *syscall.Credential // the user it runs as; nil: this process's
 	cmd       *exec.Cmd
 	done      chan error
 	log       *logBuffer
@@ -88,11 +90,18 @@ func mountAt(t testing.TB, root, mnt string, extra ...string) *daemon {
 // when set) and waits until it says it is serving.
 func launch(t testing.TB, d *daemon, args ...string) *daemon {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
+	bin := binary
+	if d.bin != "" {
+		bin = d.bin
+	}
+	cmd := exec.Command(bin, args...)
 	if len(d.prefix) > 0 {
-		cmd = exec.Command(d.prefix[0], append(append(d.prefix[1:len(d.prefix):len(d.prefix)], binary), args...)...)
+		cmd = exec.Command(d.prefix[0], append(append(d.prefix[1:len(d.prefix):len(d.prefix)], bin), args...)...)
 	}
 	cmd.Env = d.env
+	if d.cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: d.cred}
+	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -31,37 +31,13 @@ func TestMountAsOrdinaryUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	devFuseWasPrivate := fi.Mode().Perm()&0o006 == 0
-	// t.TempDir's parent is private to root; uid 1000 needs a way in.
-	base, err := os.MkdirTemp("", "gsvfs-user-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	if err := os.Chmod(base, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	home := filepath.Join(base, "home")
+	base, home, bin := ordinaryUser(t)
 	mnt := filepath.Join(base, "mnt")
-	for _, d := range []string{home, mnt} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chown(d, 1000, 1000); err != nil {
-			t.Fatal(err)
-		}
-	}
-	bin := filepath.Join(base, "gsvfs")
-	data, err := os.ReadFile(binary) // binary's directory is private too
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	userDir(t, mnt)
 	asUser := func(name string, args ...string) (string, error) {
 		cmd := exec.Command(name, args...)
 		cmd.Env = []string{"HOME=" + home, "PATH=/usr/bin:/bin:/usr/sbin:/sbin"}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 1000, Gid: 1000}}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: userCred()}
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
@@ -106,6 +82,55 @@ func TestMountAsOrdinaryUser(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// ordinaryUser makes what a test needs to run things as the ordinary
+// user smOther: a directory every user can traverse (t.TempDir's parent
+// is private to root), the user's home in it, and a copy of the gsvfs
+// binary there, since the binary's own directory is private too.
+func ordinaryUser(t *testing.T) (base, home, bin string) {
+	t.Helper()
+	base, err := os.MkdirTemp("", "gsvfs-user-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	home = filepath.Join(base, "home")
+	userDir(t, home)
+	bin = filepath.Join(base, "gsvfs")
+	copyExecutable(t, binary, bin)
+	return base, home, bin
+}
+
+// userDir makes the directory dir owned by smOther.
+func userDir(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, smOther, smOther); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// copyExecutable copies the program from to to, executable by all.
+func copyExecutable(t *testing.T, from, to string) {
+	t.Helper()
+	data, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// userCred is the identity of smOther, with no supplementary groups.
+func userCred() *syscall.Credential {
+	return &syscall.Credential{Uid: smOther, Gid: smOther, Groups: []uint32{}}
 }
 
 // openDevFuseToAll gives /dev/fuse the mode Debian gives it (0666) for the
