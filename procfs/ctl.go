@@ -1,14 +1,12 @@
 package procfs
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -58,35 +56,31 @@ type step struct {
 	apply func() error
 }
 
-// control is a write to ctl: one verb per line. Every line is checked
-// first; if one fails, none takes effect, the write fails and lastError
-// says why. Then the lines run in order, and the first that fails stops
-// the rest (the session may have changed since the check). A last line
-// without a newline counts, so `echo -n kill > ctl` works.
-func (d *sessionDir) control(ctx context.Context, p []byte) error {
-	steps, err := d.check(ctx, p)
+// control runs the lines of a write to ctl, one verb a line. Every line
+// is checked first; if one fails, none takes effect and the write fails
+// (the caller records why as lastError). Then the lines run in order, and
+// the first that fails stops the rest (the session may have changed since
+// the check).
+func (d *sessionDir) control(ctx context.Context, lines []string) error {
+	steps, err := d.check(ctx, lines)
 	if err != nil {
-		return d.s.Fail(err)
+		return err
 	}
 	for _, st := range steps {
 		if err := st.apply(); err != nil {
-			return d.s.Fail(fromShelld(fmt.Errorf("ctl %s: %w", st.name, err)))
+			return fromShelld(fmt.Errorf("ctl %s: %w", st.name, err))
 		}
 	}
 	return nil
 }
 
 // check parses and checks every line of a write, touching nothing.
-func (d *sessionDir) check(ctx context.Context, p []byte) ([]step, error) {
+func (d *sessionDir) check(ctx context.Context, lines []string) ([]step, error) {
 	d.mu.Lock()
 	b := &batch{ctx: ctx, idle: d.s.Idle(), dir: d.dir, host: d.s.Workdir()}
 	d.mu.Unlock()
 	var steps []step
-	for line := range strings.SplitSeq(string(p), "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
+	for _, line := range lines {
 		name, arg, _ := strings.Cut(line, " ")
 		v, ok := verbs[name]
 		if !ok {
@@ -233,84 +227,17 @@ func (d *sessionDir) resize(arg string, _ *batch) (func() error, error) {
 	return func() error { return d.s.Resize(rows, cols) }, nil
 }
 
-// maxCtlLine bounds what waits for a newline in an open ctl.
-const maxCtlLine = 64 << 10
-
-// ctlHandle is an open ctl. A verb runs only once its line is complete,
-// so a line split over two writes never runs its first half (`exec rm
-// -rf /tmp/build` cut to `exec rm -rf /tmp/b`): the open file keeps what
-// was written, whole lines before the unfinished one included (they are
-// checked together), until a newline ends it or the file is closed. A line
-// finished by a write fails that write; one finished by the close fails
-// the close (and is kept in lastError either way).
-//
-// A failure sticks to the open file: writers such as printf(1) write a
-// line at a time, so `printf 'cwd /nope\nexec rm -rf build\n' > ctl` is
-// two writes, and the exec must not run once the cwd has failed. Every
-// later write and the close fail too, and take no effect.
-type ctlHandle struct {
-	d       *sessionDir
-	mu      sync.Mutex
-	pending []byte
-	failed  error // the first failure of this open file
-}
-
+// ctl is a session's ctl file (vfs.LineHandle): a verb runs only once
+// its line is complete, so a line split over two writes never runs its
+// first half (`exec rm -rf /tmp/build` cut to `exec rm -rf /tmp/b`); whole
+// lines before an unfinished one wait with it and are checked together. A
+// failure is kept in lastError and sticks to the open file: writers such
+// as printf(1) write a line at a time, so `printf 'cwd /nope\nexec rm -rf
+// build\n' > ctl` is two writes, and the exec must not run once the cwd
+// has failed.
 func (f *FS) ctl(d *sessionDir) *file {
 	return &file{meta: f.meta(syscall.S_IFREG | 0o200), input: true,
-		open: func(context.Context, int) (vfs.Handle, error) { return &ctlHandle{d: d}, nil }}
-}
-
-func (h *ctlHandle) ReadAt(context.Context, []byte, int64) (int, error) {
-	return 0, vfs.Error("read", "", syscall.EBADF)
-}
-
-func (h *ctlHandle) WriteAt(ctx context.Context, p []byte, _ int64) (int, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.failed != nil {
-		return 0, h.refuse()
-	}
-	h.pending = append(h.pending, p...)
-	if !bytes.HasSuffix(h.pending, []byte("\n")) {
-		if len(h.pending) > maxCtlLine {
-			h.pending = nil
-			h.failed = h.d.s.Fail(errorf(syscall.EINVAL, fmt.Sprintf("ctl: line longer than %d bytes", maxCtlLine)))
-			return 0, h.failed
-		}
-		return len(p), nil
-	}
-	lines := h.pending
-	h.pending = nil
-	if err := h.d.control(ctx, lines); err != nil {
-		h.failed = err
-		return 0, err
-	}
-	return len(p), nil
-}
-
-// refuse fails a write after an earlier one of the same open file failed.
-func (h *ctlHandle) refuse() error {
-	h.pending = nil
-	return h.d.s.Fail(errorf(vfs.Errno(h.failed), fmt.Sprintf("ctl: not done, an earlier line written to this open ctl failed: %v", h.failed)))
-}
-
-// Flush runs the last line, which had no newline: `echo -n kill > ctl`.
-func (h *ctlHandle) Flush(ctx context.Context) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	line := h.pending
-	h.pending = nil
-	if len(line) == 0 {
-		return nil
-	}
-	if h.failed != nil {
-		return h.refuse()
-	}
-	h.failed = h.d.control(ctx, line)
-	return h.failed
-}
-
-// Close runs what a close without a flush (9P's clunk) left.
-func (h *ctlHandle) Close() error {
-	return h.Flush(context.Background())
+		open: func(context.Context, int) (vfs.Handle, error) {
+			return &vfs.LineHandle{Run: d.control, Fail: d.s.Fail, Sticky: true}, nil
+		}}
 }

@@ -148,17 +148,9 @@ var shelldErrnos = map[error]syscall.Errno{
 	shelld.ErrNoCommand: syscall.ENOENT, shelld.ErrNotAShell: syscall.EINVAL,
 }
 
-// errnoError is an error whose message is for people (it becomes a
-// session's lastError) and whose errno is for the edges.
-type errnoError struct {
-	msg   string
-	errno syscall.Errno
-}
-
-func (e *errnoError) Error() string { return e.msg }
-func (e *errnoError) Unwrap() error { return e.errno }
-
-func errorf(errno syscall.Errno, msg string) error { return &errnoError{msg: msg, errno: errno} }
+// errorf is an error whose message becomes a session's lastError and
+// whose errno is for the edges.
+func errorf(errno syscall.Errno, msg string) error { return vfs.Reason(errno, msg) }
 
 // fromShelld gives a shelld error the errno the edges send for it.
 func fromShelld(err error) error {
@@ -171,5 +163,5 @@ func fromShelld(err error) error {
 			errno = e
 		}
 	}
-	return &errnoError{msg: err.Error(), errno: errno}
+	return vfs.Reason(errno, err.Error())
 }

@@ -1151,7 +1151,7 @@ func TestCtlSplitLines(t *testing.T) {
 	bad := mkdir(t, f, "bad")
 	wantErrno(t, "write completing a bad line", writes(walk(t, bad, "ctl"), "bo", "gus\n"), syscall.EINVAL)
 	wantErrno(t, "close completing a bad line", writes(walk(t, bad, "ctl"), "bo", "gus"), syscall.EINVAL)
-	long := strings.Repeat("x", maxCtlLine+1)
+	long := strings.Repeat("x", vfs.MaxLine+1)
 	wantErrno(t, "endless line", writes(walk(t, bad, "ctl"), "env A=", long), syscall.EINVAL)
 	if last := session(bad).Status().LastError; !strings.Contains(last, "longer than") {
 		t.Errorf("lastError after an endless line: %q", last)

@@ -347,7 +347,10 @@ func (d *sessionDir) deliver(ctx context.Context, t *tempFile, to string) error 
 		return nil
 	}
 	if to == "ctl" {
-		return d.control(ctx, data)
+		if err := d.control(ctx, vfs.CtlLines(string(data))); err != nil {
+			return d.s.Fail(err)
+		}
+		return nil
 	}
 	return d.deliverInput(ctx, data)
 }

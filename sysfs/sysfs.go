@@ -255,7 +255,14 @@ func cronDir(c Cron) vfs.Node {
 		return guardedFile{vfs.NewSnapshotFile(func(context.Context) []byte { return gen() }), c.Access, 0o444}
 	}
 	ctl := vfs.NewFuncFile(0o200, func(context.Context, int) (vfs.Handle, error) {
-		return &vfs.LineHandle{Do: func(_ context.Context, line string) error { return c.Control(line) }}, nil
+		return &vfs.LineHandle{Run: func(_ context.Context, lines []string) error {
+			for _, line := range lines {
+				if err := c.Control(line); err != nil {
+					return err
+				}
+			}
+			return nil
+		}}, nil
 	})
 	return vfs.NewStaticDir(map[string]vfs.Node{
 		"jobs":    snapshot(c.Table),

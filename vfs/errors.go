@@ -66,3 +66,15 @@ func CheckName(op, name string) error {
 	}
 	return Error(op, name, syscall.EINVAL)
 }
+
+// Reason is an error whose message is for people (a session's lastError,
+// why a ctl line was refused) and whose errno is for the edges.
+func Reason(errno syscall.Errno, msg string) error { return &reasonError{msg, errno} }
+
+type reasonError struct {
+	msg   string
+	errno syscall.Errno
+}
+
+func (e *reasonError) Error() string { return e.msg }
+func (e *reasonError) Unwrap() error { return e.errno }

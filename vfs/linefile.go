@@ -3,25 +3,47 @@ package vfs
 import (
 	"bytes"
 	"context"
-	"slices"
+	"fmt"
 	"strings"
 	"sync"
 	"syscall"
 )
 
-// maxLine bounds a line of a LineHandle still waiting for its newline.
-const maxLine = 64 << 10
+// MaxLine bounds what a LineHandle holds while it waits for a newline.
+const MaxLine = 64 << 10
 
-// LineHandle is the write-only handle of a ctl file: it gives Do each
-// complete line written, in order, skipping blank lines and # comments.
-// A line split over two writes runs once whole, never its first half;
-// the write that completes lines gets the first failure (the lines after
-// it do not run); a last line without a newline runs at close, whose
-// error is then close's (Flusher), so `echo -n run x > ctl` works.
+// LineHandle is the write-only handle of a ctl file (a session's ctl,
+// /sys/cron/ctl). What is written is held until it ends with a newline;
+// then Run gets its lines (CtlLines) at once, so that it can check them
+// all before any takes effect, and the write gets Run's error. A last line
+// without a newline runs at close, whose error is then close's (Flusher),
+// so `echo -n run x > ctl` works.
 type LineHandle struct {
-	Do      func(ctx context.Context, line string) error
+	Run func(ctx context.Context, lines []string) error
+	// Fail, if set, is told of every failure and returns the error the
+	// caller gets (a session records it as its lastError).
+	Fail func(err error) error
+	// Sticky: after a failure every later write of this open file, and
+	// its close, fails too and runs nothing, so a line meant to follow
+	// one that failed never runs (`cwd DIR` then `exec CMD` in two
+	// writes, as printf makes them).
+	Sticky bool
+
 	mu      sync.Mutex
 	pending []byte
+	failed  error
+}
+
+// CtlLines are the lines of a ctl text that say something: blank lines
+// and # comments left out, spaces trimmed.
+func CtlLines(text string) []string {
+	var out []string
+	for line := range strings.SplitSeq(text, "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			out = append(out, line)
+		}
+	}
+	return out
 }
 
 func (h *LineHandle) ReadAt(context.Context, []byte, int64) (int, error) {
@@ -31,43 +53,69 @@ func (h *LineHandle) ReadAt(context.Context, []byte, int64) (int, error) {
 func (h *LineHandle) WriteAt(ctx context.Context, p []byte, _ int64) (int, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.failed != nil {
+		return 0, h.refuse()
+	}
 	h.pending = append(h.pending, p...)
-	end := bytes.LastIndexByte(h.pending, '\n')
-	if end < 0 {
-		if len(h.pending) > maxLine {
+	if !bytes.HasSuffix(h.pending, []byte("\n")) {
+		if len(h.pending) > MaxLine {
 			h.pending = nil
-			return 0, Error("write", "", syscall.EINVAL)
+			return 0, h.fail(Error("write", "", syscall.EINVAL), fmt.Sprintf("ctl: line longer than %d bytes", MaxLine))
 		}
 		return len(p), nil
 	}
-	lines := string(h.pending[:end])
-	h.pending = slices.Clone(h.pending[end+1:])
-	if err := h.run(ctx, lines); err != nil {
+	if err := h.runPending(ctx); err != nil {
 		return 0, err
 	}
 	return len(p), nil
 }
 
-func (h *LineHandle) run(ctx context.Context, text string) error {
-	for line := range strings.SplitSeq(text, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		if err := h.Do(ctx, line); err != nil {
-			return err
-		}
+// runPending runs what is held and lets it go.
+func (h *LineHandle) runPending(ctx context.Context) error {
+	lines := CtlLines(string(h.pending))
+	h.pending = nil
+	if err := h.Run(ctx, lines); err != nil {
+		return h.fail(err, "")
 	}
 	return nil
+}
+
+// fail hands a failure to Fail and, if Sticky, keeps it; why, if set,
+// says it in words for Fail.
+func (h *LineHandle) fail(err error, why string) error {
+	if why != "" {
+		err = Reason(Errno(err), why)
+	}
+	if h.Fail != nil {
+		err = h.Fail(err)
+	}
+	if h.Sticky {
+		h.failed = err
+	}
+	return err
+}
+
+// refuse fails a write after an earlier one of the same open file failed.
+func (h *LineHandle) refuse() error {
+	h.pending = nil
+	err := Reason(Errno(h.failed), fmt.Sprintf("ctl: not done, an earlier line written to this open ctl failed: %v", h.failed))
+	if h.Fail != nil {
+		return h.Fail(err)
+	}
+	return err
 }
 
 // Flush runs the last line, which had no newline.
 func (h *LineHandle) Flush(ctx context.Context) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	line := string(h.pending)
-	h.pending = nil
-	return h.run(ctx, line)
+	if len(h.pending) == 0 {
+		return nil
+	}
+	if h.failed != nil {
+		return h.refuse()
+	}
+	return h.runPending(ctx)
 }
 
 // Close runs what a close without a flush (9P's clunk) left.

@@ -13,11 +13,13 @@ import (
 func TestLineHandle(t *testing.T) {
 	ctx := context.Background()
 	var got []string
-	h := &LineHandle{Do: func(_ context.Context, line string) error {
-		if line == "bad" {
-			return Error("write", "", syscall.EINVAL)
+	h := &LineHandle{Run: func(_ context.Context, lines []string) error {
+		for _, line := range lines {
+			if line == "bad" {
+				return Error("write", "", syscall.EINVAL)
+			}
+			got = append(got, line)
 		}
-		got = append(got, line)
 		return nil
 	}}
 	for _, w := range []string{"run a\n\n# note\nru", "n b\n", "bad\nrun c\n", "run d"} {
