@@ -242,7 +242,11 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 	if errno != 0 {
 		return nil, 0, errno
 	}
-	h, err := n.vn.Open(ctx, int(flags))
+	var h vfs.Handle
+	err := n.srv.withOpenFlags(flags, n.volatile, func(flags int) (err error) {
+		h, err = n.vn.Open(ctx, flags)
+		return err
+	})
 	if err != nil {
 		n.srv.release(user)
 		return nil, 0, n.srv.toErrno("open", err)
@@ -295,7 +299,12 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}
-	child, h, err := n.vn.Create(ctx, name, int(flags), n.newMode(ctx, mode))
+	var child vfs.Node
+	var h vfs.Handle
+	err := n.srv.withOpenFlags(flags, false, func(flags int) (err error) {
+		child, h, err = n.vn.Create(ctx, name, flags, n.newMode(ctx, mode))
+		return err
+	})
 	if err != nil {
 		n.srv.release(user)
 		return nil, nil, 0, n.srv.toErrno("create", err)
