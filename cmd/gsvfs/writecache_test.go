@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestWritebackGathersSmallWrites: where passthrough is not in use (an
@@ -30,6 +33,13 @@ func TestWritebackGathersSmallWrites(t *testing.T) {
 	if got := tr.count(t, st.Dev&0xff, "FUSE_WRITE"); got >= 128 {
 		t.Errorf("256 writes of 4 KiB went as %d WRITE requests, want fewer than 128 (the writeback cache gathers them)", got)
 	}
+}
+
+// TestPosixWritebackCache runs go-fuse's posix suite on a mount whose
+// data goes through the daemon with the writeback cache, the path of an
+// ordinary user's mount.
+func TestPosixWritebackCache(t *testing.T) {
+	runPosix(t, startMount(t, "--no-passthrough").Path("workspaces"), notNative)
 }
 
 // TestWritebackWriteOnlyAndAppend: under the writeback cache the kernel
@@ -84,4 +94,90 @@ func (k kernelTrace) count(t *testing.T, conn uint64, op string) int {
 		}
 	}
 	return n
+}
+
+// TestWritebackOutsideGrowthWhileOpen: under the writeback cache the
+// kernel takes no size from the daemon for a file it holds, yet a file
+// that grows on the disk while a reader holds it open through the mount
+// shows its new size and content to that reader (tail -f of a session's
+// log); one made shorter shows its new size once nobody holds it.
+func TestWritebackOutsideGrowthWhileOpen(t *testing.T) {
+	d := startMount(t, "--no-passthrough")
+	p := d.Path("workspaces/log")
+	host := filepath.Join(d.Root, "workspaces", "log")
+	if err := os.WriteFile(host, []byte("one\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Holding the file open, read it, let it grow on the disk, wait for
+	// the mount to show the size, and read on from where it was.
+	script := `exec 3<"$1"; cat <&3; printf 'two\n' >> "$2"
+for i in $(seq 100); do [ "$(stat -c %s "$1")" = 8 ] && break; sleep 0.1; done
+stat -c %s "$1"; cat <&3`
+	out, err := exec.Command("sh", "-c", script, "sh", p, host).CombinedOutput()
+	if want := "one\n8\ntwo\n"; err != nil || string(out) != want {
+		t.Errorf("growth outside seen by a reader holding the file: %v %q, want %q", err, out, want)
+	}
+	if err := os.WriteFile(host, []byte("1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := outside{t: t, d: d}
+	o.eventually("a file made shorter outside", "1\n", "cat", p)
+}
+
+// TestWritebackMappedAndDirect: under the writeback cache a shared
+// mapping's writes reach the disk by msync(2), a file truncated while
+// mapped reads as truncated, and an O_DIRECT write reaches the disk at
+// once and shows through the mount.
+func TestWritebackMappedAndDirect(t *testing.T) {
+	d := startMount(t, "--no-passthrough")
+	p := d.Path("workspaces/m")
+	host := filepath.Join(d.Root, "workspaces", "m")
+	if err := os.WriteFile(p, bytes.Repeat([]byte("a"), 8192), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(p, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m, err := syscall.Mmap(int(f.Fd()), 0, 8192, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(m[4096:], "mapped")
+	if err := unix.Msync(m, unix.MS_SYNC); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(host); string(got[4096:4102]) != "mapped" {
+		t.Errorf("after msync the disk has %q at 4096, want %q", got[4096:4102], "mapped")
+	}
+	if err := f.Truncate(4096); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(p); len(got) != 4096 {
+		t.Errorf("truncated while mapped: %d bytes read through the mount, want 4096", len(got))
+	}
+	syscall.Munmap(m)
+
+	// O_DIRECT: a page-aligned buffer, written past what the cache holds.
+	buf, err := syscall.Mmap(-1, 0, 4096, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Munmap(buf)
+	copy(buf, bytes.Repeat([]byte("d"), 4096))
+	df, err := os.OpenFile(p, os.O_WRONLY|syscall.O_DIRECT, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := df.WriteAt(buf, 4096); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(host); len(got) != 8192 || got[8191] != 'd' {
+		t.Errorf("after an O_DIRECT write the disk has %d bytes, want 8192 ending in d", len(got))
+	}
+	df.Close()
+	if got, _ := os.ReadFile(p); len(got) != 8192 || string(got[:6]) != "aaaaaa" || got[8191] != 'd' {
+		t.Errorf("read through the mount after O_DIRECT: %d bytes, want 8192 from a to d", len(got))
+	}
 }

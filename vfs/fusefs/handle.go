@@ -23,6 +23,7 @@ type fileHandle struct {
 	volatile bool
 	opener   int // for a vfs.Flusher: the process that opened it
 	user     openUser
+	writerOf *node       // the file it may write (writeback.go), or nil
 	locked   atomic.Bool // a lock was set through it (locks.go)
 	file     uint64      // the inode it locked, once locked
 }
@@ -207,6 +208,7 @@ func (f *fileHandle) Lseek(ctx context.Context, off uint64, whence uint32) (uint
 }
 
 func (f *fileHandle) Release(context.Context) syscall.Errno {
+	f.dropWriter()
 	f.releaseLocks()
 	f.srv.release(f.user)
 	return f.srv.errnoOf("close", f.h.Close())

@@ -24,6 +24,7 @@ type node struct {
 	// generated or stored for its whole life.
 	volatile bool
 	w        nodeWatch
+	writers  writers
 }
 
 // The abilities go-fuse looks for. Optional vfs abilities that a node
@@ -252,6 +253,9 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 		return nil, 0, n.srv.toErrno("open", err)
 	}
 	fh, fuseFlags, errno := n.srv.wrapHandle(ctx, h, n.volatile, user)
+	if flags&syscall.O_ACCMODE != syscall.O_RDONLY {
+		n.addWriter(fh)
+	}
 	fuseFlags = n.srv.lockers.flushFor(n.StableAttr().Ino, flags, n.volatile, fuseFlags)
 	if !n.volatile && n.w.watched.Load() && n.srv.watch.on.Load() {
 		// A watched file's pages stay true: a change made elsewhere
@@ -326,7 +330,9 @@ func (n *node) openChild(ctx context.Context, user openUser, name string, child 
 		n.srv.release(user)
 		return nil, nil, 0, errno
 	}
-	fh, fuseFlags, errno := n.srv.wrapHandle(ctx, h, inode.Operations().(*node).volatile, user)
+	made := inode.Operations().(*node)
+	fh, fuseFlags, errno := n.srv.wrapHandle(ctx, h, made.volatile, user)
+	made.addWriter(fh) // made to be written, whatever the flags
 	return inode, fh, fuseFlags, errno
 }
 

@@ -7,7 +7,10 @@ import (
 	"errors"
 	"io"
 	"os"
+	"sync"
 	"syscall"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
 
 	"github.com/gsvfs/gsvfs/vfs"
 )
@@ -70,8 +73,19 @@ func (s *server) withOpenFlags(flags uint32, volatile bool, open func(flags int)
 // to the new one; the pages before it are read when asked for. A file
 // that shrank outside shows its new size once read up to its end, or
 // once the kernel forgets it (gsvfs-mount(1)).
+//
+// Only while no handle of the mount may write the file: the kernel holds
+// dirty pages of a file only while one does, and the store would
+// overwrite the last of them with what the disk has. A writer's open waits for a store under
+// way (writers.mu). While a writer has it open the kernel's size stands
+// until the kernel forgets the file.
 func (n *node) grown(a vfs.Attr) {
 	if !n.srv.writeback || a.Volatile || a.Type() != syscall.S_IFREG || a.Size <= 0 {
+		return
+	}
+	n.writers.mu.Lock()
+	defer n.writers.mu.Unlock()
+	if n.writers.n > 0 {
 		return
 	}
 	ctx := context.Background()
@@ -97,4 +111,30 @@ func (n *node) grown(a vfs.Attr) {
 // open), which a file that shrank needs.
 func (s *server) forgetsChanged(a vfs.Attr, data bool) bool {
 	return s.writeback && data && !a.Volatile && a.Type() == syscall.S_IFREG
+}
+
+// writers counts the mount's open handles that may write a file.
+type writers struct {
+	mu sync.Mutex
+	n  int
+}
+
+// addWriter counts fh, an open handle that may write n, until its release.
+func (n *node) addWriter(fh gofs.FileHandle) {
+	f, ok := fh.(*fileHandle)
+	if !ok || !n.srv.writeback || n.volatile {
+		return
+	}
+	n.writers.mu.Lock()
+	n.writers.n++
+	n.writers.mu.Unlock()
+	f.writerOf = n
+}
+
+func (f *fileHandle) dropWriter() {
+	if n := f.writerOf; n != nil {
+		n.writers.mu.Lock()
+		n.writers.n--
+		n.writers.mu.Unlock()
+	}
 }
