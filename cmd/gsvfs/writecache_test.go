@@ -181,3 +181,66 @@ func TestWritebackMappedAndDirect(t *testing.T) {
 		t.Errorf("read through the mount after O_DIRECT: %d bytes, want 8192 from a to d", len(got))
 	}
 }
+
+// TestWritebackOwnWritesAndOutside: the pages of a file the mount wrote
+// stay cached (the watch's reports of the mount's own writes drop
+// nothing), yet a change made on the disk afterwards shows through the
+// mount, also while the writer holds the file open, and the writer's
+// next write lands beside it.
+func TestWritebackOwnWritesAndOutside(t *testing.T) {
+	d := startMount(t, "--no-passthrough")
+	p := d.Path("workspaces/f")
+	host := filepath.Join(d.Root, "workspaces", "f")
+	o := outside{t: t, d: d}
+	// Of one length: a file that grows outside while a writer holds it
+	// keeps its old size in the kernel until closed (gsvfs-mount(1)).
+	a, b := "written through the mount\n", "rewritten outside, 26 by.\n"
+
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(a); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	o.expect("written", a, "cat", p)
+	if err := os.WriteFile(host, []byte(b), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o.eventually("a rewrite outside while the writer holds the file", b, "cat", p)
+	if _, err := f.WriteAt([]byte("c"), int64(len(b))); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(host); string(got) != b+"c" {
+		t.Errorf("the disk after the writer's next write: %q, want %q", got, b+"c")
+	}
+	o.expect("read back", b+"c", "cat", p)
+	if err := os.WriteFile(host, []byte(a), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o.eventually("a rewrite outside after the mount's own writes", a, "cat", p)
+}
+
+// TestWritebackGeneratedSizes: under the writeback cache the kernel keeps
+// a regular file's size unless told, and a session's output grows with no
+// change reported; stat and tail -f through the mount still see it grow.
+func TestWritebackGeneratedSizes(t *testing.T) {
+	d := startMount(t, "--no-passthrough")
+	s := d.Path("proc/wb")
+	if err := os.Mkdir(s, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	o := outside{t: t, d: d}
+	o.expect("output before", "0\n", "stat", "-c", "%s", filepath.Join(s, "stdout"))
+	if err := os.WriteFile(filepath.Join(s, "ctl"), []byte("exec echo hello\n"), 0); err != nil {
+		t.Fatal(err)
+	}
+	o.eventually("a session's output", "6\n", "stat", "-c", "%s", filepath.Join(s, "stdout"))
+}

@@ -140,7 +140,15 @@ func (f *fileHandle) Write(ctx context.Context, data []byte, off int64) (uint32,
 	if errno := f.clearSetID(ctx); errno != 0 {
 		return 0, errno
 	}
-	n, err := f.h.WriteAt(vfs.WithFlushAtClose(reqCtx(ctx)), data, off)
+	ctx = reqCtx(ctx)
+	var n int
+	var err error
+	write := func() { n, err = f.h.WriteAt(vfs.WithFlushAtClose(ctx), data, off) }
+	if ha, ok := f.h.(vfs.HandleAttrer); ok && f.writerOf != nil {
+		f.writerOf.change(ctx, ha.Attr, write)
+	} else {
+		write()
+	}
 	if err != nil && n == 0 {
 		return 0, f.srv.toErrno("write", err)
 	}

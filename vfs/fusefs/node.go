@@ -4,6 +4,7 @@ package fusefs
 
 import (
 	"context"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -25,6 +26,8 @@ type node struct {
 	volatile bool
 	w        nodeWatch
 	writers  writers
+	own      ownWrites
+	told     atomic.Int64 // the size sized last gave the kernel
 }
 
 // The abilities go-fuse looks for. Optional vfs abilities that a node
@@ -180,6 +183,7 @@ func (n *node) answerAttr(out *fuse.AttrOut, a vfs.Attr, byHandle bool) {
 	fillAttr(&out.Attr, a)
 	n.noteAttr(a, !byHandle)
 	out.SetTimeout(n.srv.cacheTime(a, n.w.watched.Load()))
+	n.sized(a)
 }
 
 func (n *node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
@@ -188,11 +192,17 @@ func (n *node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 	var a vfs.Attr
 	var err error
 	h, byHandle := handleAttrer(fh)
+	stat := n.vn.Attr
 	if byHandle {
-		a, err = h.SetAttr(ctx, s)
-	} else {
-		a, err = n.vn.SetAttr(ctx, s)
+		stat = h.Attr
 	}
+	n.change(ctx, stat, func() {
+		if byHandle {
+			a, err = h.SetAttr(ctx, s)
+		} else {
+			a, err = n.vn.SetAttr(ctx, s)
+		}
+	})
 	if err != nil {
 		return n.srv.toErrno("setattr", err)
 	}
@@ -255,6 +265,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 	fh, fuseFlags, errno := n.srv.wrapHandle(ctx, h, n.volatile, user)
 	if flags&syscall.O_ACCMODE != syscall.O_RDONLY {
 		n.addWriter(fh)
+		n.fresh(ctx, fh, flags)
 	}
 	fuseFlags = n.srv.lockers.flushFor(n.StableAttr().Ino, flags, n.volatile, fuseFlags)
 	if !n.volatile && n.w.watched.Load() && n.srv.watch.on.Load() {
@@ -315,7 +326,9 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	}
 	inode, fh, fuseFlags, errno := n.openChild(ctx, user, name, child, h, out)
 	if errno == 0 {
-		fuseFlags = n.srv.lockers.flushFor(inode.StableAttr().Ino, flags, inode.Operations().(*node).volatile, fuseFlags)
+		made := inode.Operations().(*node)
+		made.fresh(ctx, fh, flags)
+		fuseFlags = n.srv.lockers.flushFor(inode.StableAttr().Ino, flags, made.volatile, fuseFlags)
 	}
 	return inode, fh, fuseFlags, errno
 }

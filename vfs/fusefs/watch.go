@@ -176,17 +176,19 @@ func (s *server) apply(c vfs.Change) {
 }
 
 // attrChanged drops the kernel's attributes of the node, and its cached
-// pages if the content changed, unless the kernel was told just that. It
-// says whether it dropped anything.
+// pages if the content changed, unless the kernel was told just that or
+// the change is the mount's own write (ownWrites). It says whether it
+// dropped anything.
 func (s *server) attrChanged(a vfs.Attr, data bool) (dropped bool) {
 	for _, n := range s.live(a.Ino) {
 		n.w.mu.Lock()
 		same := n.w.last == keyOf(a)
-		if !same || data {
+		own := n.mine(a)
+		if !own && (!same || data) {
 			n.w.last = attrKey{}
 		}
 		n.w.mu.Unlock()
-		if same && !data {
+		if own || same && !data {
 			continue
 		}
 		dropped = true

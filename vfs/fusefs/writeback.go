@@ -79,19 +79,19 @@ func (s *server) withOpenFlags(flags uint32, volatile bool, open func(flags int)
 // overwrite the last of them with what the disk has. A writer's open waits for a store under
 // way (writers.mu). While a writer has it open the kernel's size stands
 // until the kernel forgets the file.
-func (n *node) grown(a vfs.Attr) {
+func (n *node) grown(a vfs.Attr) bool {
 	if !n.srv.writeback || a.Volatile || a.Type() != syscall.S_IFREG || a.Size <= 0 {
-		return
+		return false
 	}
 	n.writers.mu.Lock()
 	defer n.writers.mu.Unlock()
 	if n.writers.n > 0 {
-		return
+		return false
 	}
 	ctx := context.Background()
 	h, err := n.vn.Open(ctx, syscall.O_RDONLY)
 	if err != nil {
-		return // gone again, or not ours to read: the next lookup tells
+		return false // gone again, or not ours to read: the next lookup tells
 	}
 	defer h.Close()
 	const page = 4096
@@ -99,9 +99,9 @@ func (n *node) grown(a vfs.Attr) {
 	buf := make([]byte, a.Size-start)
 	got, err := h.ReadAt(ctx, buf, start)
 	if err != nil && !errors.Is(err, io.EOF) || got == 0 {
-		return
+		return false
 	}
-	n.WriteCache(start, buf[:got])
+	return n.WriteCache(start, buf[:got]) == 0
 }
 
 // forgetsChanged says whether a file whose content changed outside must
@@ -136,5 +136,25 @@ func (f *fileHandle) dropWriter() {
 		n.writers.mu.Lock()
 		n.writers.n--
 		n.writers.mu.Unlock()
+	}
+}
+
+// sized tells the kernel a regular file's size where the daemon answers
+// for it (getattr) under the writeback cache, which would otherwise keep
+// the size it first had: generated content (a session's output) grows
+// with no change reported, and so do stored files no watch covers. The
+// kernel serves generated content with direct I/O and never reads its
+// page cache, so one byte stored at the new end moves the size; a stored
+// file gets its last page (grown). A file that shrank keeps the kernel's
+// size until the kernel forgets it (gsvfs-mount(1)).
+func (n *node) sized(a vfs.Attr) {
+	if !n.srv.writeback || a.Type() != syscall.S_IFREG || a.Size <= 0 || a.Watched && n.srv.watch.on.Load() {
+		return
+	}
+	if n.told.Load() == a.Size {
+		return
+	}
+	if n.volatile && n.WriteCache(a.Size-1, []byte{0}) == 0 || !n.volatile && n.grown(a) {
+		n.told.Store(a.Size)
 	}
 }
