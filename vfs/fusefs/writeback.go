@@ -41,7 +41,7 @@ func writebackWanted(opts Options) bool {
 // which the daemon's descriptor must not move to its own end of file.
 // retry reports the flags to try when the read-write open is refused (a
 // write-only file): the kernel then cannot fill partial pages, and such
-// writes fail with EIO (gsvfs-mount(1)).
+// writes fail with EBADF (gsvfs-mount(1)).
 func (s *server) openFlags(flags uint32, volatile bool) (open, retry int) {
 	open = int(flags)
 	if !s.writeback || volatile {
