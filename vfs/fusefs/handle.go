@@ -23,6 +23,7 @@ type fileHandle struct {
 	volatile bool
 	opener   int // for a vfs.Flusher: the process that opened it
 	user     openUser
+	writerOf *node       // the file it may write (writeback.go), or nil
 	locked   atomic.Bool // a lock was set through it (locks.go)
 	file     uint64      // the inode it locked, once locked
 }
@@ -139,7 +140,15 @@ func (f *fileHandle) Write(ctx context.Context, data []byte, off int64) (uint32,
 	if errno := f.clearSetID(ctx); errno != 0 {
 		return 0, errno
 	}
-	n, err := f.h.WriteAt(vfs.WithFlushAtClose(reqCtx(ctx)), data, off)
+	ctx = reqCtx(ctx)
+	var n int
+	var err error
+	write := func() { n, err = f.h.WriteAt(vfs.WithFlushAtClose(ctx), data, off) }
+	if ha, ok := f.h.(vfs.HandleAttrer); ok && f.writerOf != nil {
+		f.writerOf.change(ctx, ha.Attr, write)
+	} else {
+		write()
+	}
 	if err != nil && n == 0 {
 		return 0, f.srv.toErrno("write", err)
 	}
@@ -207,6 +216,7 @@ func (f *fileHandle) Lseek(ctx context.Context, off uint64, whence uint32) (uint
 }
 
 func (f *fileHandle) Release(context.Context) syscall.Errno {
+	f.dropWriter()
 	f.releaseLocks()
 	f.srv.release(f.user)
 	return f.srv.errnoOf("close", f.h.Close())

@@ -4,6 +4,7 @@ package fusefs
 
 import (
 	"context"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -24,6 +25,9 @@ type node struct {
 	// generated or stored for its whole life.
 	volatile bool
 	w        nodeWatch
+	writers  writers
+	own      ownWrites
+	told     atomic.Int64 // the size sized last gave the kernel
 }
 
 // The abilities go-fuse looks for. Optional vfs abilities that a node
@@ -179,6 +183,7 @@ func (n *node) answerAttr(out *fuse.AttrOut, a vfs.Attr, byHandle bool) {
 	fillAttr(&out.Attr, a)
 	n.noteAttr(a, !byHandle)
 	out.SetTimeout(n.srv.cacheTime(a, n.w.watched.Load()))
+	n.sized(a)
 }
 
 func (n *node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
@@ -187,11 +192,17 @@ func (n *node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 	var a vfs.Attr
 	var err error
 	h, byHandle := handleAttrer(fh)
+	stat := n.vn.Attr
 	if byHandle {
-		a, err = h.SetAttr(ctx, s)
-	} else {
-		a, err = n.vn.SetAttr(ctx, s)
+		stat = h.Attr
 	}
+	n.change(ctx, stat, func() {
+		if byHandle {
+			a, err = h.SetAttr(ctx, s)
+		} else {
+			a, err = n.vn.SetAttr(ctx, s)
+		}
+	})
 	if err != nil {
 		return n.srv.toErrno("setattr", err)
 	}
@@ -242,12 +253,20 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 	if errno != 0 {
 		return nil, 0, errno
 	}
-	h, err := n.vn.Open(ctx, int(flags))
+	var h vfs.Handle
+	err := n.srv.withOpenFlags(flags, n.volatile, func(flags int) (err error) {
+		h, err = n.vn.Open(ctx, flags)
+		return err
+	})
 	if err != nil {
 		n.srv.release(user)
 		return nil, 0, n.srv.toErrno("open", err)
 	}
 	fh, fuseFlags, errno := n.srv.wrapHandle(ctx, h, n.volatile, user)
+	if flags&syscall.O_ACCMODE != syscall.O_RDONLY {
+		n.addWriter(fh)
+		n.fresh(ctx, fh, flags)
+	}
 	fuseFlags = n.srv.lockers.flushFor(n.StableAttr().Ino, flags, n.volatile, fuseFlags)
 	if !n.volatile && n.w.watched.Load() && n.srv.watch.on.Load() {
 		// A watched file's pages stay true: a change made elsewhere
@@ -295,14 +314,21 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}
-	child, h, err := n.vn.Create(ctx, name, int(flags), n.newMode(ctx, mode))
+	var child vfs.Node
+	var h vfs.Handle
+	err := n.srv.withOpenFlags(flags, false, func(flags int) (err error) {
+		child, h, err = n.vn.Create(ctx, name, flags, n.newMode(ctx, mode))
+		return err
+	})
 	if err != nil {
 		n.srv.release(user)
 		return nil, nil, 0, n.srv.toErrno("create", err)
 	}
 	inode, fh, fuseFlags, errno := n.openChild(ctx, user, name, child, h, out)
 	if errno == 0 {
-		fuseFlags = n.srv.lockers.flushFor(inode.StableAttr().Ino, flags, inode.Operations().(*node).volatile, fuseFlags)
+		made := inode.Operations().(*node)
+		made.fresh(ctx, fh, flags)
+		fuseFlags = n.srv.lockers.flushFor(inode.StableAttr().Ino, flags, made.volatile, fuseFlags)
 	}
 	return inode, fh, fuseFlags, errno
 }
@@ -317,7 +343,9 @@ func (n *node) openChild(ctx context.Context, user openUser, name string, child 
 		n.srv.release(user)
 		return nil, nil, 0, errno
 	}
-	fh, fuseFlags, errno := n.srv.wrapHandle(ctx, h, inode.Operations().(*node).volatile, user)
+	made := inode.Operations().(*node)
+	fh, fuseFlags, errno := n.srv.wrapHandle(ctx, h, made.volatile, user)
+	made.addWriter(fh) // made to be written, whatever the flags
 	return inode, fh, fuseFlags, errno
 }
 

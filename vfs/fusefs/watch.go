@@ -165,8 +165,10 @@ func (s *server) apply(c vfs.Change) {
 				dir.NotifyContent(0, 0)
 			}
 		}
-		if c.Attr.Ino != 0 {
-			s.attrChanged(c.Attr, c.Data)
+		if c.Attr.Ino != 0 && s.attrChanged(c.Attr, c.Data) && s.forgetsChanged(c.Attr, c.Data) {
+			for _, dir := range s.live(c.Dir) {
+				dir.NotifyEntry(c.Name)
+			}
 		}
 	case c.Attr.Ino != 0:
 		s.attrChanged(c.Attr, c.Data)
@@ -174,25 +176,31 @@ func (s *server) apply(c vfs.Change) {
 }
 
 // attrChanged drops the kernel's attributes of the node, and its cached
-// pages if the content changed, unless the kernel was told just that.
-func (s *server) attrChanged(a vfs.Attr, data bool) {
+// pages if the content changed, unless the kernel was told just that or
+// the change is the mount's own write (ownWrites). It says whether it
+// dropped anything.
+func (s *server) attrChanged(a vfs.Attr, data bool) (dropped bool) {
 	for _, n := range s.live(a.Ino) {
 		n.w.mu.Lock()
 		same := n.w.last == keyOf(a)
-		if !same || data {
+		own := n.mine(a)
+		if !own && (!same || data) {
 			n.w.last = attrKey{}
 		}
 		n.w.mu.Unlock()
-		if same && !data {
+		if own || same && !data {
 			continue
 		}
+		dropped = true
 		if t := a.Type(); t == syscall.S_IFREG || t == syscall.S_IFDIR {
 			n.NotifyContent(0, 0) // pages, or a directory's listing
+			n.grown(a)
 		} else {
 			n.NotifyContent(-1, 0)
 		}
 		s.watch.droppedInodes.Add(1)
 	}
+	return dropped
 }
 
 // entryStale says whether the kernel may hold something else for the
