@@ -43,8 +43,8 @@ func (n *node) Attr(ctx context.Context) (_ vfs.Attr, err error) {
 		c := n.t.created
 		// Its entries change only with the table, which says so to
 		// whoever watches it (remounted).
-		return vfs.Attr{Ino: ino, Mode: syscall.S_IFDIR | 0o555, Nlink: 2, Atime: c, Mtime: c, Ctime: c,
-			Watched: n.t.watch.feed.Active()}, nil
+		return vfs.Attr{Ino: ino, Mode: syscall.S_IFDIR | 0o555, Nlink: 2, Uid: n.t.uid, Gid: n.t.gid,
+			Atime: c, Mtime: c, Ctime: c, Watched: n.t.watch.feed.Active()}, nil
 	}
 	a, err := n.inner.Attr(ctx)
 	if err != nil {

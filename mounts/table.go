@@ -18,6 +18,7 @@ package mounts
 import (
 	"fmt"
 	"maps"
+	"os"
 	"path"
 	"slices"
 	"strings"
@@ -39,6 +40,14 @@ type Table struct {
 	nextID   uint64
 	virtInos vfs.InoTable
 	created  time.Time // the timestamps of virtual directories
+	// owner is the user and group of virtual directories: the daemon's,
+	// as a user's own mount shows its directories (sshfs shows the
+	// remote directory's owner). The kernel consults the ACL of a
+	// directory its caller does not own at each path walk through it,
+	// and FUSE never caches the ACL of a mount's root: owned by someone
+	// else, every path named from the root of a user's mount cost one
+	// more round trip.
+	uid, gid uint32
 	// rootStats counts the calls on virtual directories, which no
 	// mount serves.
 	rootStats *counters
@@ -92,7 +101,8 @@ type watchCounter interface {
 
 // New returns an empty table.
 func New() *Table {
-	return &Table{mounts: make(map[string]*mount), created: time.Now(), rootStats: &counters{}}
+	return &Table{mounts: make(map[string]*mount), created: time.Now(), rootStats: &counters{},
+		uid: uint32(os.Getuid()), gid: uint32(os.Getgid())}
 }
 
 // Mount serves root at the absolute path p, replacing what was mounted

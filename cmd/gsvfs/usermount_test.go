@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -118,6 +119,13 @@ func TestUserMountChild(t *testing.T) {
 	if err := unix.Statfs(mnt, &st); err != nil || st.Type != unix.FUSE_SUPER_MAGIC {
 		t.Fatalf("%s is not the user's FUSE mount (file system type %#x, %v)", mnt, st.Type, err)
 	}
+	// The root belongs to the mount's user: the kernel then consults no
+	// ACL of it on each path walk from it (FUSE never caches the ACL of
+	// a mount's root: one GETXATTR round trip per path).
+	var root unix.Stat_t
+	if err := unix.Stat(mnt, &root); err != nil || root.Uid != uint32(os.Getuid()) {
+		t.Errorf("the tree's root belongs to uid %d (%v), want the mount's user %d", root.Uid, err, os.Getuid())
+	}
 	ws := filepath.Join(mnt, "workspaces")
 	switch part {
 	case "posix":
@@ -149,6 +157,7 @@ var userCoherence = []struct {
 	{"MmapSharedMsync", ucMmapShared},
 	{"TruncateWhileMapped", ucTruncateMapped},
 	{"ODirectBesideCachedPages", ucODirect},
+	{"LocksAcrossTheDisk", ucLocks},
 }
 
 // ucData is n bytes that say where they are, so a misplaced page shows.
@@ -424,6 +433,62 @@ func ucODirect(t *testing.T, dir, host string) {
 	if !bytes.Equal(block, disk) {
 		t.Errorf("O_DIRECT read right after a write on the disk: %s", smDescribe(block, disk))
 	}
+}
+
+// A lock taken through the mount and one taken on the disk exclude each
+// other, and each side reads what the other wrote under the lock once it
+// holds it, with no fsync and no close: the mount's writer's data is on
+// the disk when its unlock returns, and the disk's writer's data reads
+// through the mount when its next lock returns (as NFS flushes at unlock
+// and revalidates at lock).
+func ucLocks(t *testing.T, dir, host string) {
+	p, h := filepath.Join(dir, "f"), filepath.Join(host, "f")
+	smMust(t, "write", os.WriteFile(p, ucData(3*4096, "orig"), 0o644))
+	mount, err := unix.Open(p, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	smMust(t, "open through the mount", err)
+	defer unix.Close(mount)
+	disk, err := unix.Open(h, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	smMust(t, "open on the disk", err)
+	defer unix.Close(disk)
+	lock := func(fd int, typ int16) {
+		t.Helper()
+		lk := unix.Flock_t{Type: typ, Whence: io.SeekStart}
+		smMust(t, "lock", unix.FcntlFlock(uintptr(fd), unix.F_OFD_SETLKW, &lk))
+	}
+	read := func(fd int, off int64, n int) string {
+		t.Helper()
+		b := make([]byte, n)
+		_, err := unix.Pread(fd, b, off)
+		smMust(t, "pread", err)
+		return string(b)
+	}
+	got := make([]byte, 4096)
+	_, err = unix.Pread(mount, got, 0) // the page in the kernel's cache
+	smMust(t, "pread", err)
+
+	lock(mount, unix.F_WRLCK)
+	_, err = unix.Pwrite(mount, []byte("the mount wrote this"), 100)
+	smMust(t, "pwrite through the mount", err)
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart}
+	smMust(t, "test the lock on the disk", unix.FcntlFlock(uintptr(disk), unix.F_OFD_GETLK, &lk))
+	if lk.Type != unix.F_WRLCK {
+		t.Errorf("the mount's write lock does not show on the disk (F_OFD_GETLK type %d)", lk.Type)
+	}
+	lock(mount, unix.F_UNLCK)
+
+	lock(disk, unix.F_WRLCK)
+	if got := read(disk, 100, 20); got != "the mount wrote this" {
+		t.Errorf("the disk's locker reads %q at 100, want what the mount wrote before its unlock", got)
+	}
+	_, err = unix.Pwrite(disk, []byte("the disk wrote this"), 200)
+	smMust(t, "pwrite on the disk", err)
+	lock(disk, unix.F_UNLCK)
+
+	lock(mount, unix.F_RDLCK)
+	if got := read(mount, 200, 19); got != "the disk wrote this" {
+		t.Errorf("the mount's locker reads %q at 200, want what the disk wrote under its lock", got)
+	}
+	lock(mount, unix.F_UNLCK)
 }
 
 // ucAligned is an n-byte buffer aligned for O_DIRECT.

@@ -23,9 +23,13 @@ type fileHandle struct {
 	volatile bool
 	opener   int // for a vfs.Flusher: the process that opened it
 	user     openUser
-	writerOf *node       // the file it may write (writeback.go), or nil
-	locked   atomic.Bool // a lock was set through it (locks.go)
-	file     uint64      // the inode it locked, once locked
+	// Under the writeback cache (writeback.go): node is the stored file
+	// open, pageWriter says whether the handle writes through the
+	// kernel's pages, appends that it was opened O_APPEND (appendFlags).
+	node                *node
+	pageWriter, appends bool
+	locked              atomic.Bool // a lock was set through it (locks.go)
+	file                uint64      // the inode it locked, once locked
 }
 
 // openUser is the user an open is counted for (userOpens), if any.
@@ -144,8 +148,10 @@ func (f *fileHandle) Write(ctx context.Context, data []byte, off int64) (uint32,
 	var n int
 	var err error
 	write := func() { n, err = f.h.WriteAt(vfs.WithFlushAtClose(ctx), data, off) }
-	if ha, ok := f.h.(vfs.HandleAttrer); ok && f.writerOf != nil {
-		f.writerOf.change(ctx, ha.Attr, write)
+	if ha, ok := f.h.(vfs.HandleAttrer); ok && f.node != nil {
+		if f.node.ownChange(ctx, ha.Attr, !f.appends, write) {
+			return uint32(len(data)), 0 // pages dirtied over a change from outside (pageguard.go)
+		}
 	} else {
 		write()
 	}
@@ -216,7 +222,7 @@ func (f *fileHandle) Lseek(ctx context.Context, off uint64, whence uint32) (uint
 }
 
 func (f *fileHandle) Release(context.Context) syscall.Errno {
-	f.dropWriter()
+	f.unhold()
 	f.releaseLocks()
 	f.srv.release(f.user)
 	return f.srv.errnoOf("close", f.h.Close())
@@ -248,7 +254,15 @@ func (f *fileHandle) Allocate(ctx context.Context, off, size uint64, mode uint32
 	if !ok {
 		return syscall.EOPNOTSUPP
 	}
-	return f.srv.errnoOf("fallocate", a.Allocate(reqCtx(ctx), int64(off), int64(size), mode))
+	ctx = reqCtx(ctx)
+	var err error
+	allocate := func() { err = a.Allocate(ctx, int64(off), int64(size), mode) }
+	if ha, ok := f.h.(vfs.HandleAttrer); ok && f.node != nil {
+		f.node.ownChange(ctx, ha.Attr, false, allocate)
+	} else {
+		allocate()
+	}
+	return f.srv.errnoOf("fallocate", err)
 }
 
 // dirStream lists an open directory for the kernel, one entry at a time.

@@ -70,17 +70,45 @@ func (n *node) lock(ctx context.Context, fh gofs.FileHandle, cmd vfs.LockCmd, ow
 		f.file = n.StableAttr().Ino
 		f.srv.lockers.add(f.file, 1)
 	}
+	if cmd != vfs.LockTest && r.Type == vfs.LockUnlock && !f.volatile {
+		n.beforeUnlock()
+	}
 	got, err := vfs.LockHandle(reqCtx(ctx), f.h, n.StableAttr().Ino, r)
 	if err != nil {
 		return vfs.Lock{}, f.srv.errnoOf("lock", err)
 	}
 	if cmd != vfs.LockTest && r.Type != vfs.LockUnlock && !f.volatile {
-		// What others wrote while the lock was free must be read now,
-		// not pages the kernel cached before (as NFS drops its cache
-		// when it takes a lock). Passthrough files cache nothing here.
-		n.NotifyContent(0, 0)
+		n.afterLock(reqCtx(ctx), f)
 	}
 	return got, 0
+}
+
+// afterLock makes what others wrote while the lock was free read now,
+// not pages the kernel cached before (as NFS drops its cache when it
+// takes a lock). Where the page guard runs it knows whether anyone did,
+// and the pages of a file only the mount wrote stay (a database's, locked
+// at every transaction). Passthrough files cache nothing here.
+func (n *node) afterLock(ctx context.Context, f *fileHandle) {
+	if n.guarded() && n.checkOutside(ctx, f) {
+		return
+	}
+	n.NotifyContent(0, 0)
+}
+
+// beforeUnlock puts what the lock's holder wrote on the disk before the
+// lock goes, for a process that takes it there next: under the writeback
+// cache the kernel may hold it as dirty pages while a handle of the mount
+// writes the file. Dropping the pages writes them back first.
+func (n *node) beforeUnlock() {
+	if !n.srv.writeback || n.volatile {
+		return
+	}
+	n.writers.mu.Lock()
+	dirty := n.writers.n > 0
+	n.writers.mu.Unlock()
+	if dirty {
+		n.NotifyContent(0, 0)
+	}
 }
 
 // lockOwner is the tree's name for a lock owner of this mount.

@@ -26,7 +26,7 @@ type node struct {
 	volatile bool
 	w        nodeWatch
 	writers  writers
-	own      ownWrites
+	guard    pageGuard
 	told     atomic.Int64 // the size sized last gave the kernel
 }
 
@@ -196,7 +196,7 @@ func (n *node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 	if byHandle {
 		stat = h.Attr
 	}
-	n.change(ctx, stat, func() {
+	n.ownChange(ctx, stat, false, func() {
 		if byHandle {
 			a, err = h.SetAttr(ctx, s)
 		} else {
@@ -263,10 +263,9 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 		return nil, 0, n.srv.toErrno("open", err)
 	}
 	fh, fuseFlags, errno := n.srv.wrapHandle(ctx, h, n.volatile, user)
-	if flags&syscall.O_ACCMODE != syscall.O_RDONLY {
-		n.addWriter(fh)
-		n.fresh(ctx, fh, flags)
-	}
+	fuseFlags |= n.srv.appendFlags(fh, flags, n.volatile)
+	n.hold(fh, flags&syscall.O_ACCMODE != syscall.O_RDONLY)
+	n.opened(ctx, fh, flags)
 	fuseFlags = n.srv.lockers.flushFor(n.StableAttr().Ino, flags, n.volatile, fuseFlags)
 	if !n.volatile && n.w.watched.Load() && n.srv.watch.on.Load() {
 		// A watched file's pages stay true: a change made elsewhere
@@ -324,10 +323,9 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		n.srv.release(user)
 		return nil, nil, 0, n.srv.toErrno("create", err)
 	}
-	inode, fh, fuseFlags, errno := n.openChild(ctx, user, name, child, h, out)
+	inode, fh, fuseFlags, errno := n.openChild(ctx, user, name, child, h, flags, out)
 	if errno == 0 {
 		made := inode.Operations().(*node)
-		made.fresh(ctx, fh, flags)
 		fuseFlags = n.srv.lockers.flushFor(inode.StableAttr().Ino, flags, made.volatile, fuseFlags)
 	}
 	return inode, fh, fuseFlags, errno
@@ -335,8 +333,8 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 
 // openChild hands a file just made and opened (create, tmpfile) to the
 // kernel; if that fails, the handle closes and the user's open is given
-// back.
-func (n *node) openChild(ctx context.Context, user openUser, name string, child vfs.Node, h vfs.Handle, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
+// back. The kernel holds nothing of it yet.
+func (n *node) openChild(ctx context.Context, user openUser, name string, child vfs.Node, h vfs.Handle, flags uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
 	inode, errno := n.adopt(ctx, name, child, out)
 	if errno != 0 {
 		h.Close()
@@ -345,7 +343,9 @@ func (n *node) openChild(ctx context.Context, user openUser, name string, child 
 	}
 	made := inode.Operations().(*node)
 	fh, fuseFlags, errno := n.srv.wrapHandle(ctx, h, made.volatile, user)
-	made.addWriter(fh) // made to be written, whatever the flags
+	fuseFlags |= n.srv.appendFlags(fh, flags, made.volatile)
+	made.hold(fh, true) // made to be written, whatever the flags
+	made.opened(ctx, fh, flags|syscall.O_EXCL)
 	return inode, fh, fuseFlags, errno
 }
 
@@ -366,7 +366,7 @@ func (n *node) Tmpfile(ctx context.Context, flags uint32, mode uint32, out *fuse
 		n.srv.release(user)
 		return nil, nil, 0, n.srv.toErrno("tmpfile", err)
 	}
-	return n.openChild(ctx, user, "", child, h, out)
+	return n.openChild(ctx, user, "", child, h, flags, out)
 }
 
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
@@ -524,7 +524,7 @@ func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, 
 		return 0, missingXattr(attr)
 	}
 	val, err := x.GetXattr(reqCtx(ctx), attr)
-	if errno := vfs.Errno(err); errno == syscall.ENODATA {
+	if errno := vfs.Errno(err); errno == syscall.ENODATA || errno == syscall.EOPNOTSUPP && isACL(attr) {
 		return 0, missingXattr(attr)
 	} else if err != nil {
 		return 0, errno
@@ -553,6 +553,16 @@ func missingXattr(name string) syscall.Errno {
 		return syscall.EOPNOTSUPP
 	}
 	return syscall.ENODATA
+}
+
+// isACL says whether name is one of the POSIX ACLs the kernel asks for
+// when it checks permissions (EnableAcl). It caches an ACL, or its
+// absence, until the node's attributes change, but not an error: a
+// directory that cannot hold xattrs (the tree's root, a union) would be
+// asked on every path walk through it, one round trip for each path
+// named from the mount's root. A node without xattrs has no ACL.
+func isACL(name string) bool {
+	return name == "system.posix_acl_access" || name == "system.posix_acl_default"
 }
 
 func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {

@@ -43,10 +43,13 @@ type watchState struct {
 	overflow  atomic.Bool // a batch was dropped: drop everything
 	// dropped counts what the kernel was told to forget, for /sys/stats.
 	droppedEntries, droppedInodes, lost atomic.Int64
-	on                                  atomic.Bool // subscribed: watched nodes may be cached long
-	stop                                func()
-	done                                chan struct{}
-	ended                               sync.Once
+	// droppedPages counts writes of the kernel's dirty pages dropped
+	// because the file changed outside first (pageguard.go).
+	droppedPages atomic.Int64
+	on           atomic.Bool // subscribed: watched nodes may be cached long
+	stop         func()
+	done         chan struct{}
+	ended        sync.Once
 }
 
 // nodeWatch is a node's part: what the kernel was told of it.
@@ -82,12 +85,13 @@ type WatchStats struct {
 	Entries  int64 // names dropped
 	Inodes   int64 // attributes and pages dropped
 	Lost     int64 // times everything was dropped (changes lost)
+	Pages    int64 // writes of dirty pages dropped (pageguard.go)
 }
 
 // WatchStats reports the mount's drops so far.
 func (m *Mount) WatchStats() WatchStats {
 	w := &m.srv.watch
-	return WatchStats{Watching: w.on.Load(), Entries: w.droppedEntries.Load(), Inodes: w.droppedInodes.Load(), Lost: w.lost.Load()}
+	return WatchStats{Watching: w.on.Load(), Entries: w.droppedEntries.Load(), Inodes: w.droppedInodes.Load(), Lost: w.lost.Load(), Pages: w.droppedPages.Load()}
 }
 
 // willWatch decides, before the mount is made, whether it will listen
@@ -183,7 +187,7 @@ func (s *server) attrChanged(a vfs.Attr, data bool) (dropped bool) {
 	for _, n := range s.live(a.Ino) {
 		n.w.mu.Lock()
 		same := n.w.last == keyOf(a)
-		own := n.mine(a)
+		own := n.own(a)
 		if !own && (!same || data) {
 			n.w.last = attrKey{}
 		}
@@ -192,9 +196,11 @@ func (s *server) attrChanged(a vfs.Attr, data bool) (dropped bool) {
 			continue
 		}
 		dropped = true
-		if t := a.Type(); t == syscall.S_IFREG || t == syscall.S_IFDIR {
+		if t := a.Type(); t == syscall.S_IFREG && n.guarded() {
+			n.settle(a) // pages, and the size the kernel keeps under the writeback cache
+		} else if t == syscall.S_IFREG || t == syscall.S_IFDIR {
 			n.NotifyContent(0, 0) // pages, or a directory's listing
-			n.grown(a)
+			n.grown(a, true)      // just dropped: nothing dirty is left
 		} else {
 			n.NotifyContent(-1, 0)
 		}
@@ -300,6 +306,7 @@ func (s *server) dropAll() {
 			n.NotifyEntry(name)
 		}
 		n.NotifyContent(0, 0)
+		n.forget()
 	}
 }
 

@@ -5,12 +5,12 @@ package fusefs
 import (
 	"context"
 	"errors"
-	"io"
 	"os"
 	"sync"
 	"syscall"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/gsvfs/gsvfs/vfs"
 )
@@ -25,7 +25,8 @@ import (
 // times, and the daemon meets what that demands (gsvfs-mount(1)):
 //   - the kernel reads pages to fill partial ones, also through a handle
 //     its caller opened write-only (openFlags);
-//   - it computes O_APPEND offsets itself (openFlags);
+//   - it computes O_APPEND offsets from the size it holds, so appending
+//     handles bypass its cache (openFlags, appendFlags);
 //   - it writes dirty pages before every close(2) (FLUSH is sent under
 //     the writeback cache even to handles opened with FOPEN_NOFLUSH);
 //   - it takes no size from the daemon for a file it has, so a file that
@@ -36,22 +37,36 @@ func writebackWanted(opts Options) bool {
 
 // openFlags are the flags a stored file is opened with for the kernel's
 // open with flags. Under the writeback cache the kernel reads through any
-// handle, so a write-only open becomes read-write where the caller may
-// also read; and it sends writes at the offsets it computed for O_APPEND,
-// which the daemon's descriptor must not move to its own end of file.
-// retry reports the flags to try when the read-write open is refused (a
+// handle it caches pages for, so a write-only open becomes read-write
+// where the caller may also read. An O_APPEND open keeps its flags: its
+// handle is served with direct I/O (appendFlags), and its descriptor
+// appends at the disk's end of file. retry reports the flags to try when the read-write open is refused (a
 // write-only file): the kernel then cannot fill partial pages, and such
 // writes fail with EBADF (gsvfs-mount(1)).
 func (s *server) openFlags(flags uint32, volatile bool) (open, retry int) {
 	open = int(flags)
-	if !s.writeback || volatile {
+	if !s.writeback || volatile || open&syscall.O_APPEND != 0 {
 		return open, -1
 	}
-	open &^= syscall.O_APPEND
 	if open&syscall.O_ACCMODE != syscall.O_WRONLY {
 		return open, -1
 	}
 	return open&^syscall.O_ACCMODE | syscall.O_RDWR, open
+}
+
+// appendFlags serves a stored file opened with O_APPEND under the
+// writeback cache with direct I/O. The kernel computes an append's offset
+// from the size it holds, which a writer on the disk may have moved; its
+// pages would put the append there, over the other writer's. Sent to the
+// daemon, each append lands at the disk's end of file, and the kernel is
+// told the file's new end (ownChange).
+func (s *server) appendFlags(fh gofs.FileHandle, flags uint32, volatile bool) uint32 {
+	f, ok := fh.(*fileHandle)
+	if !ok || !s.writeback || volatile || flags&syscall.O_APPEND == 0 {
+		return 0
+	}
+	f.appends = true
+	return fuse.FOPEN_DIRECT_IO
 }
 
 // withOpenFlags calls open with the flags openFlags gives, and again with
@@ -69,23 +84,24 @@ func (s *server) withOpenFlags(flags uint32, volatile bool, open func(flags int)
 // Under the writeback cache the kernel keeps the size it has for a file
 // it holds (open, or still in its dentry cache) and ignores the daemon's,
 // so it would read no further than the old end. Storing the file's last
-// page into the kernel's cache (FUSE_NOTIFY_STORE) moves the kernel's end
-// to the new one; the pages before it are read when asked for. A file
-// that shrank outside shows its new size once read up to its end, or
-// once the kernel forgets it (gsvfs-mount(1)).
+// byte into the kernel's cache (FUSE_NOTIFY_STORE) moves the kernel's end
+// to the new one; the page it lands in stays to be read from the disk,
+// and so do the pages before it. A file that shrank outside shows its
+// new size once the kernel forgets it (shrank, gsvfs-mount(1)).
 //
-// Only while no handle of the mount may write the file: the kernel holds
-// dirty pages of a file only while one does, and the store would
-// overwrite the last of them with what the disk has. A writer's open waits for a store under
-// way (writers.mu). While a writer has it open the kernel's size stands
-// until the kernel forgets the file.
-func (n *node) grown(a vfs.Attr) bool {
+// dropped says the kernel was just made to drop the file's pages (the
+// page guard's settle): it holds no dirty page to write the byte over.
+// Otherwise only while no handle of the mount may write the file through
+// its pages, which the kernel holds dirty only while one does; a writer's
+// open waits for a store under way (writers.mu). The kernel's size then
+// stands until the kernel forgets the file.
+func (n *node) grown(a vfs.Attr, dropped bool) bool {
 	if !n.srv.writeback || a.Volatile || a.Type() != syscall.S_IFREG || a.Size <= 0 {
 		return false
 	}
 	n.writers.mu.Lock()
 	defer n.writers.mu.Unlock()
-	if n.writers.n > 0 {
+	if n.writers.n > 0 && !dropped {
 		return false
 	}
 	ctx := context.Background()
@@ -94,14 +110,11 @@ func (n *node) grown(a vfs.Attr) bool {
 		return false // gone again, or not ours to read: the next lookup tells
 	}
 	defer h.Close()
-	const page = 4096
-	start := (a.Size - 1) / page * page
-	buf := make([]byte, a.Size-start)
-	got, err := h.ReadAt(ctx, buf, start)
-	if err != nil && !errors.Is(err, io.EOF) || got == 0 {
-		return false
+	last := make([]byte, 1)
+	if got, err := h.ReadAt(ctx, last, a.Size-1); got != 1 && err != nil {
+		return false // shorter again: the watch reports it
 	}
-	return n.WriteCache(start, buf[:got]) == 0
+	return n.WriteCache(a.Size-1, last) == 0
 }
 
 // forgetsChanged says whether a file whose content changed outside must
@@ -113,28 +126,63 @@ func (s *server) forgetsChanged(a vfs.Attr, data bool) bool {
 	return s.writeback && data && !a.Volatile && a.Type() == syscall.S_IFREG
 }
 
-// writers counts the mount's open handles that may write a file.
+// writers counts the mount's open handles of a file, and those that may
+// write it through the kernel's pages.
 type writers struct {
-	mu sync.Mutex
-	n  int
+	mu    sync.Mutex
+	n     int  // writing through the pages
+	open  int  // all
+	short bool // shrank outside while open: the kernel's size is too large
 }
 
-// addWriter counts fh, an open handle that may write n, until its release.
-func (n *node) addWriter(fh gofs.FileHandle) {
+// hold counts fh, an open handle of n, until its release; writes says
+// whether it may write. An appending handle writes past the kernel's
+// pages (appendFlags).
+func (n *node) hold(fh gofs.FileHandle, writes bool) {
 	f, ok := fh.(*fileHandle)
 	if !ok || !n.srv.writeback || n.volatile {
 		return
 	}
+	f.node, f.pageWriter = n, writes && !f.appends
 	n.writers.mu.Lock()
-	n.writers.n++
+	n.writers.open++
+	if f.pageWriter {
+		n.writers.n++
+	}
 	n.writers.mu.Unlock()
-	f.writerOf = n
 }
 
-func (f *fileHandle) dropWriter() {
-	if n := f.writerOf; n != nil {
-		n.writers.mu.Lock()
+// unhold ends what hold began. The last handle of a file that shrank
+// outside while the kernel held it takes the file's names from the
+// kernel, so that the kernel forgets it and takes its size anew at the
+// next lookup: nothing else makes it give up a size under the writeback
+// cache.
+func (f *fileHandle) unhold() {
+	n := f.node
+	if n == nil {
+		return
+	}
+	n.writers.mu.Lock()
+	n.writers.open--
+	if f.pageWriter {
 		n.writers.n--
+	}
+	forget := n.writers.open == 0 && n.writers.short
+	if forget {
+		n.writers.short = false
+	}
+	n.writers.mu.Unlock()
+	if name, parent := n.Parent(); forget && parent != nil {
+		parent.NotifyEntry(name)
+	}
+}
+
+// shrank records that a file the kernel holds open became shorter than
+// the size the kernel keeps (was).
+func (n *node) shrank(a vfs.Attr, was int64) {
+	if a.Size < was {
+		n.writers.mu.Lock()
+		n.writers.short = n.writers.short || n.writers.open > 0
 		n.writers.mu.Unlock()
 	}
 }
@@ -154,7 +202,7 @@ func (n *node) sized(a vfs.Attr) {
 	if n.told.Load() == a.Size {
 		return
 	}
-	if n.volatile && n.WriteCache(a.Size-1, []byte{0}) == 0 || !n.volatile && n.grown(a) {
+	if n.volatile && n.WriteCache(a.Size-1, []byte{0}) == 0 || !n.volatile && n.grown(a, false) {
 		n.told.Store(a.Size)
 	}
 }
