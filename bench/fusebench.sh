@@ -83,7 +83,6 @@ fi
 # and, from lib.sh, work, VALS, ERRS ("workload|target") and PROBLEMS
 
 fuse_state
-lb_pid=
 
 TARGETS=(native gsvfs kb nopt loopback)
 declare -A TLABEL=([native]=native [gsvfs]=gsvfs [kb]="gsvfs kernel-binds" [nopt]="gsvfs no-pt" [loopback]=loopback)
@@ -367,21 +366,7 @@ mount_gsvfs nopt "$work/gsnp.state" "$work/gsnp.mnt" --no-passthrough
 
 if [[ -x $work/loopback ]]; then
 	mkdir -p "$work/lb.orig" "$work/lb.mnt"
-	STATELOG[loopback]=$work/loopback.log
-	"$work/loopback" -q "$work/lb.mnt" "$work/lb.orig" >"$work/loopback.log" 2>&1 &
-	lb_pid=$!
-	MOUNTED+=("$work/lb.mnt")
-	DAEMON[$work/lb.mnt]=$lb_pid
-	MNT[loopback]=$work/lb.mnt
-	wait_up "$lb_pid" is_mounted "$work/lb.mnt" || true
-	if is_mounted "$work/lb.mnt"; then
-		mkdir "$work/lb.mnt/bench"
-		DIR[loopback]=$work/lb.mnt/bench
-		log "loopback serving $work/lb.orig at $work/lb.mnt (pid $lb_pid)"
-	else
-		cat "$work/loopback.log" >&2
-		log "the loopback mount did not come up; the loopback column is left out"
-	fi
+	start_loopback loopback "$work/lb.mnt" "$work/lb.orig"
 fi
 
 # targets_for WORKLOAD RUN: the mounted targets that run the workload, in

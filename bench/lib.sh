@@ -372,6 +372,29 @@ gsvfs_mount() {
 	MNT[$t]=$mnt
 }
 
+# start_loopback TARGET MNT ORIG [RUNNER...]: go-fuse's example/loopback
+# ($work/loopback) serving ORIG at MNT until the mounts are undone, run
+# through RUNNER when given (a function that runs its arguments as
+# another user); DIR[TARGET] is MNT/bench once it is up.
+start_loopback() {
+	local t=$1 mnt=$2 orig=$3 pid
+	shift 3
+	STATELOG[$t]=$work/loopback.log
+	"$@" "$work/loopback" -q "$mnt" "$orig" >"$work/loopback.log" 2>&1 &
+	pid=$!
+	MOUNTED+=("$mnt")
+	DAEMON[$mnt]=$pid
+	MNT[$t]=$mnt
+	wait_up "$pid" is_mounted "$mnt" || true
+	if is_mounted "$mnt" && "$@" mkdir "$mnt/bench"; then
+		DIR[$t]=$mnt/bench
+		log "loopback serving $orig at $mnt (pid $pid)"
+	else
+		cat "$work/loopback.log" >&2
+		PROBLEMS+=("the loopback mount did not come up: no loopback column")
+	fi
+}
+
 # unmount_one MNT: unmount it (gsvfs umount for gsvfs's, else fusermount
 # or umount, lazily as a last resort) and wait for the process serving it
 # to exit, killing it after 10 s.

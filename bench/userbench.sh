@@ -14,6 +14,10 @@
 #   root mount  `gsvfs mount --root STATE MNT` run by root on the same
 #               disk (passthrough where the kernel offers it), the
 #               workloads as root
+#   loopback    go-fuse's example/loopback run by the user over a directory
+#               of its home: the cost of FUSE itself on this machine, a
+#               round trip per call with nothing else done, the floor
+#               under any FUSE file system without passthrough
 #
 # Workloads, each BENCH_RUNS times, the median reported: 4 KiB buffered
 # writes (dd bs=4k, 128 MiB), throughput; 256 MiB written and fsync'd (dd
@@ -84,8 +88,8 @@ export SIZE_MB=256 SMALL_MB=128
 # FUSE mounts' (fuse_state)
 
 fuse_state
-TARGETS=(native user root)
-declare -A TLABEL=([native]=native [user]="user mount" [root]="root mount")
+TARGETS=(native user root loopback)
+declare -A TLABEL=([native]=native [user]="user mount" [root]="root mount" [loopback]=loopback)
 declare -A RUNAS # target -> "user" or "root"
 
 # Workloads in table order: label, unit, kind (thr: more is better; time:
@@ -162,8 +166,12 @@ make_workdir
 chmod 755 "$work"
 
 cd "$repo"
-log "building gsvfs"
+log "building gsvfs and go-fuse's example/loopback"
 go build -o "$work/gsvfs" ./cmd/gsvfs
+if ! go build -o "$work/loopback" github.com/hanwen/go-fuse/v2/example/loopback 2>"$work/loopback-build.err"; then
+	cat "$work/loopback-build.err" >&2
+	PROBLEMS+=("go-fuse's example/loopback did not build: no loopback column")
+fi
 cp "$here/userbench.sh" "$work/userbench.sh"
 goroot=$(go env GOROOT)
 log "making the tarball of $goroot/$TAR_WHAT and the SQL of 1,000 inserts"
@@ -183,7 +191,7 @@ log "user $user (uid $(id -u "$user")), home $home"
 fuse_mode=$(stat -c %a /dev/fuse)
 if [[ $fuse_mode == 666 ]]; then fuse_mode=; else chmod 666 /dev/fuse; fi
 
-RUNAS=([native]=user [user]=user [root]=root)
+RUNAS=([native]=user [user]=user [root]=root [loopback]=user)
 as native mkdir "$home/native" "$home/gsv"
 DIR[native]=$home/native
 if gsvfs_mount user "$home/gsv" "$home/.local/share/gsvfs/gsvfs.log" as user "$work/gsvfs" mount "$home/gsv" &&
@@ -198,6 +206,11 @@ if gsvfs_mount root "$work/root.mnt" "$work/root.state/gsvfs.log" "$work/gsvfs" 
 	DIR[root]=$work/root.mnt/workspaces/bench
 else
 	PROBLEMS+=("root's mount did not come up")
+fi
+
+if [[ -x $work/loopback ]]; then
+	as loopback mkdir "$home/lb.orig" "$home/lb"
+	start_loopback loopback "$home/lb" "$home/lb.orig" as loopback
 fi
 
 # ---------------------------------------------------------------- runs
@@ -255,18 +268,19 @@ verdict() {
 
 table=$work/table.tsv
 {
-	printf 'workload\tunit\tnative\tuser mount\tuser/native\tgoal\tresult\troot mount\troot/native\n'
+	printf 'workload\tunit\tnative\tuser mount\tuser/native\tgoal\tresult\troot mount\troot/native\tloopback\tloopback/native\n'
 	for w in "${WORKLOADS[@]}"; do
-		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "${WLABEL[$w]}" "${WUNIT[$w]}" \
+		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "${WLABEL[$w]}" "${WUNIT[$w]}" \
 			"$(fmt_value "$w" "$(cell_value "$w" native)")" \
 			"$(fmt_value "$w" "$(cell_value "$w" user)")" "$(fmt_ratio "$w" "$(ratio "$w" user native)")" \
 			"$(goal_text "$w")" "$(verdict "$w")" \
-			"$(fmt_value "$w" "$(cell_value "$w" root)")" "$(fmt_ratio "$w" "$(ratio "$w" root native)")"
+			"$(fmt_value "$w" "$(cell_value "$w" root)")" "$(fmt_ratio "$w" "$(ratio "$w" root native)")" \
+			"$(fmt_value "$w" "$(cell_value "$w" loopback)")" "$(fmt_ratio "$w" "$(ratio "$w" loopback native)")"
 	done
 } >"$table"
 
 header=(
-	"gsvfs $(repo_version): \`gsvfs mount ~/gsv\` by an ordinary user (uid $(id -u "$user")) against the user's own directory, root's mount beside"
+	"gsvfs $(repo_version): \`gsvfs mount ~/gsv\` by an ordinary user (uid $(id -u "$user")) against the user's own directory, root's mount and go-fuse's loopback beside"
 	"$(now_utc), $(machine_desc), $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), $(go env GOVERSION)"
 	"all on one $disk_desc; median of $RUNS run(s), interleaved; tar of $tar_entries entries"
 	"$(load_desc): other work on the machine adds noise"

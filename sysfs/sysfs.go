@@ -89,6 +89,9 @@ type Edge struct {
 type KernelDrops struct {
 	Watching              bool
 	Entries, Inodes, Lost int64
+	// Pages counts writes of the kernel's dirty pages not made, because
+	// the file had changed outside since (gsvfs-mount(1)).
+	Pages int64
 }
 
 // New returns /sys.
@@ -177,8 +180,8 @@ func stats(o Options) []byte {
 	if o.Edges != nil {
 		for _, e := range o.Edges() {
 			if k := e.Kernel; k != nil {
-				fmt.Fprintf(&b, "edge %s watching %s dropped entries %d inodes %d all %d\n",
-					e.Name, yesNo(k.Watching), k.Entries, k.Inodes, k.Lost)
+				fmt.Fprintf(&b, "edge %s watching %s dropped entries %d inodes %d all %d pages %d\n",
+					e.Name, yesNo(k.Watching), k.Entries, k.Inodes, k.Lost, k.Pages)
 				continue
 			}
 			fmt.Fprintf(&b, "edge %s connections %d requests %d errors %d read %s written %s\n",

@@ -148,7 +148,7 @@ func serveMount(stdout io.Writer, f mountFlags, mountpoint string) (err error) {
 	if src.edges != nil {
 		src.edges.addStats("fuse "+mountpoint, func() sysfs.Edge {
 			w := m.WatchStats()
-			return sysfs.Edge{Kernel: &sysfs.KernelDrops{Watching: w.Watching, Entries: w.Entries, Inodes: w.Inodes, Lost: w.Lost}}
+			return sysfs.Edge{Kernel: &sysfs.KernelDrops{Watching: w.Watching, Entries: w.Entries, Inodes: w.Inodes, Lost: w.Lost, Pages: w.Pages}}
 		})
 	}
 	slog.Info("serving", "tree", src.name, "mountpoint", mountpoint, "pid", os.Getpid())

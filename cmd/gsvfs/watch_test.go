@@ -85,7 +85,7 @@ func TestOutsideChangesShow(t *testing.T) {
 
 			stats := output("cat", filepath.Join(d.Mnt, "sys", "stats"))
 			for _, want := range []string{`(?m)^tree /workspaces .* watched [1-9]\d* unwatched 0$`,
-				`(?m)^edge fuse \S+ watching yes dropped entries [1-9]\d* inodes [1-9]\d* all 0$`} {
+				`(?m)^edge fuse \S+ watching yes dropped entries [1-9]\d* inodes [1-9]\d* all 0 pages 0$`} {
 				if !regexp.MustCompile(want).MatchString(stats) {
 					t.Errorf("/sys/stats has no line like %s:\n%s", want, stats)
 				}
