@@ -294,11 +294,7 @@ func (n *node) Link(ctx context.Context, target vfs.Node, name string) (_ vfs.No
 	if err != nil {
 		return nil, err
 	}
-	l, ok := n.inner.(vfs.Linker)
-	if !ok {
-		return nil, vfs.Error("link", n.path, syscall.EPERM)
-	}
-	inner, err := l.Link(ctx, t.inner, name)
+	inner, err := vfs.Link(ctx, n.inner, t.inner, name)
 	if err != nil {
 		return nil, err
 	}
@@ -310,11 +306,7 @@ func (n *node) Symlink(ctx context.Context, name, target string) (_ vfs.Node, er
 	if err := n.creating("symlink", name); err != nil {
 		return nil, err
 	}
-	s, ok := n.inner.(vfs.Symlinker)
-	if !ok {
-		return nil, vfs.Error("symlink", n.path, syscall.EPERM)
-	}
-	inner, err := s.Symlink(ctx, name, target)
+	inner, err := vfs.Symlink(ctx, n.inner, name, target)
 	if err != nil {
 		return nil, err
 	}
@@ -326,11 +318,7 @@ func (n *node) Mknod(ctx context.Context, name string, mode uint32, rdev uint64)
 	if err := n.creating("mknod", name); err != nil {
 		return nil, err
 	}
-	m, ok := n.inner.(vfs.Mknoder)
-	if !ok {
-		return nil, vfs.Error("mknod", n.path, syscall.EPERM)
-	}
-	inner, err := m.Mknod(ctx, name, mode, rdev)
+	inner, err := vfs.Mknod(ctx, n.inner, name, mode, rdev)
 	if err != nil {
 		return nil, err
 	}
@@ -352,13 +340,12 @@ func (n *node) Readlink(ctx context.Context) (_ string, err error) {
 // the mount says how much room its files have.
 func (n *node) StatFS(ctx context.Context) (_ vfs.StatFS, err error) {
 	defer n.tally(&err)
-	if s, ok := n.inner.(vfs.StatFSer); ok {
-		return s.StatFS(ctx)
+	if _, ok := n.inner.(vfs.StatFSer); !ok {
+		if s, ok := n.t.storage(); ok {
+			return s.StatFS(ctx)
+		}
 	}
-	if s, ok := n.t.storage(); ok {
-		return s.StatFS(ctx)
-	}
-	return vfs.StatFS{Bsize: 4096, Frsize: 4096, NameLen: 255}, nil
+	return vfs.StatFSOf(ctx, n.inner)
 }
 
 // Forget passes an edge's last reference on to the backend.

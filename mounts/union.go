@@ -248,11 +248,7 @@ func (u *unionDir) Symlink(ctx context.Context, name, target string) (vfs.Node, 
 	if err != nil {
 		return nil, err
 	}
-	s, ok := dir.(vfs.Symlinker)
-	if !ok {
-		return nil, vfs.Error("symlink", name, syscall.EPERM)
-	}
-	n, err := s.Symlink(ctx, name, target)
+	n, err := vfs.Symlink(ctx, dir, name, target)
 	if err != nil {
 		return nil, err
 	}

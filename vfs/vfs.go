@@ -120,12 +120,14 @@ func LookupAttr(ctx context.Context, dir Node, name string) (Node, Attr, error) 
 	return n, a, nil
 }
 
-// Symlinker is a directory that can make symlinks.
+// Symlinker is a directory that can make symlinks. Without it a
+// directory refuses them with EPERM (Symlink).
 type Symlinker interface {
 	Symlink(ctx context.Context, name, target string) (Node, error)
 }
 
 // Linker is a directory that can make hard links to a node of its tree.
+// Without it a directory refuses them with EPERM (Link).
 type Linker interface {
 	Link(ctx context.Context, target Node, name string) (Node, error)
 }
@@ -144,11 +146,13 @@ type FlagRenamer interface {
 }
 
 // Mknoder is a directory that can make device nodes, FIFOs and sockets.
+// Without it a directory refuses them with EPERM (Mknod).
 type Mknoder interface {
 	Mknod(ctx context.Context, name string, mode uint32, rdev uint64) (Node, error)
 }
 
 // StatFSer reports the capacity of the filesystem holding a node.
+// Without it a node reports NoCapacity (StatFSOf).
 type StatFSer interface {
 	StatFS(ctx context.Context) (StatFS, error)
 }

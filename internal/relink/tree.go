@@ -319,11 +319,7 @@ func (n *node) Symlink(ctx context.Context, name, target string) (vfs.Node, erro
 	if err != nil {
 		return nil, err
 	}
-	s, ok := in.(vfs.Symlinker)
-	if !ok {
-		return nil, vfs.Error("symlink", n.where(), syscall.EPERM)
-	}
-	kid, err := s.Symlink(ctx, name, target)
+	kid, err := vfs.Symlink(ctx, in, name, target)
 	if err != nil {
 		return nil, err
 	}
@@ -343,11 +339,7 @@ func (n *node) Link(ctx context.Context, target vfs.Node, name string) (vfs.Node
 	if err != nil {
 		return nil, err
 	}
-	l, ok := in.(vfs.Linker)
-	if !ok {
-		return nil, vfs.Error("link", n.where(), syscall.EPERM)
-	}
-	kid, err := l.Link(ctx, tIn, name)
+	kid, err := vfs.Link(ctx, in, tIn, name)
 	if err != nil {
 		return nil, err
 	}
@@ -359,11 +351,7 @@ func (n *node) Mknod(ctx context.Context, name string, mode uint32, rdev uint64)
 	if err != nil {
 		return nil, err
 	}
-	m, ok := in.(vfs.Mknoder)
-	if !ok {
-		return nil, vfs.Error("mknod", n.where(), syscall.EPERM)
-	}
-	kid, err := m.Mknod(ctx, name, mode, rdev)
+	kid, err := vfs.Mknod(ctx, in, name, mode, rdev)
 	if err != nil {
 		return nil, err
 	}
@@ -375,11 +363,7 @@ func (n *node) StatFS(ctx context.Context) (vfs.StatFS, error) {
 	if err != nil {
 		return vfs.StatFS{}, err
 	}
-	s, ok := in.(vfs.StatFSer)
-	if !ok {
-		return vfs.StatFS{}, vfs.Error("statfs", n.where(), syscall.ENOSYS)
-	}
-	return s.StatFS(ctx)
+	return vfs.StatFSOf(ctx, in)
 }
 
 // xattrs runs fn on the node's extended attributes, ENOTSUP if it has

@@ -380,11 +380,7 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 
 func (n *node) Mknod(ctx context.Context, name string, mode uint32, rdev uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	ctx = reqCtx(ctx)
-	mk, ok := n.vn.(vfs.Mknoder)
-	if !ok {
-		return nil, syscall.EPERM
-	}
-	child, err := mk.Mknod(ctx, name, n.newMode(ctx, mode), uint64(rdev))
+	child, err := vfs.Mknod(ctx, n.vn, name, n.newMode(ctx, mode), uint64(rdev))
 	if err != nil {
 		return nil, n.srv.toErrno("mknod", err)
 	}
@@ -393,11 +389,7 @@ func (n *node) Mknod(ctx context.Context, name string, mode uint32, rdev uint32,
 
 func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	ctx = reqCtx(ctx)
-	sl, ok := n.vn.(vfs.Symlinker)
-	if !ok {
-		return nil, syscall.EPERM
-	}
-	child, err := sl.Symlink(ctx, name, target)
+	child, err := vfs.Symlink(ctx, n.vn, name, target)
 	if err != nil {
 		return nil, n.srv.toErrno("symlink", err)
 	}
@@ -406,12 +398,11 @@ func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 
 func (n *node) Link(ctx context.Context, target gofs.InodeEmbedder, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	ctx = reqCtx(ctx)
-	ln, ok := n.vn.(vfs.Linker)
 	t, isOurs := target.(*node)
-	if !ok || !isOurs {
+	if !isOurs {
 		return nil, syscall.EPERM
 	}
-	child, err := ln.Link(ctx, t.vn, name)
+	child, err := vfs.Link(ctx, n.vn, t.vn, name)
 	if err != nil {
 		return nil, n.srv.toErrno("link", err)
 	}
@@ -485,14 +476,7 @@ func (s *server) errnoOf(op string, err error) syscall.Errno {
 }
 
 func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
-	sf, ok := n.vn.(vfs.StatFSer)
-	if !ok {
-		// A synthetic tree has no capacity; report an empty filesystem
-		// so df and statvfs(3) callers get sane numbers.
-		out.Bsize, out.Frsize, out.NameLen = 4096, 4096, 255
-		return 0
-	}
-	st, err := sf.StatFS(reqCtx(ctx))
+	st, err := vfs.StatFSOf(reqCtx(ctx), n.vn)
 	if err != nil {
 		return n.srv.toErrno("statfs", err)
 	}

@@ -258,18 +258,12 @@ const v9fsMagic = 0x01021997
 
 func (c *conn) statfs(ctx context.Context, m *Tstatfs) (Message, error) {
 	return withFid(ctx, c, m.Fid, func(f *fid) (Message, error) {
-		r := &Rstatfs{Type: v9fsMagic, Bsize: 4096, Namelen: 255, Fsid: c.srv.opts.Fsid}
-		sf, ok := f.node().(vfs.StatFSer)
-		if !ok {
-			return r, nil
-		}
-		st, err := sf.StatFS(ctx)
+		st, err := vfs.StatFSOf(ctx, f.node())
 		if err != nil {
 			return nil, err
 		}
-		r.Bsize, r.Blocks, r.Bfree, r.Bavail = st.Bsize, st.Blocks, st.Bfree, st.Bavail
-		r.Files, r.Ffree, r.Namelen = st.Files, st.Ffree, st.NameLen
-		return r, nil
+		return &Rstatfs{Type: v9fsMagic, Fsid: c.srv.opts.Fsid, Bsize: st.Bsize, Blocks: st.Blocks,
+			Bfree: st.Bfree, Bavail: st.Bavail, Files: st.Files, Ffree: st.Ffree, Namelen: st.NameLen}, nil
 	})
 }
 

@@ -32,22 +32,14 @@ func (c *conn) mkdir(ctx context.Context, m *Tmkdir) (Message, error) {
 
 func (c *conn) symlink(ctx context.Context, m *Tsymlink) (Message, error) {
 	q, err := c.inDir(ctx, m.Fid, "symlink", m.Name, m.Gid, func(ctx context.Context, d vfs.Node) (vfs.Node, error) {
-		s, ok := d.(vfs.Symlinker)
-		if !ok {
-			return nil, vfs.Error("symlink", m.Name, syscall.EPERM)
-		}
-		return s.Symlink(ctx, m.Name, m.Target)
+		return vfs.Symlink(ctx, d, m.Name, m.Target)
 	})
 	return &Rsymlink{rqid{q}}, err
 }
 
 func (c *conn) mknod(ctx context.Context, m *Tmknod) (Message, error) {
 	q, err := c.inDir(ctx, m.Dfid, "mknod", m.Name, m.Gid, func(ctx context.Context, d vfs.Node) (vfs.Node, error) {
-		mk, ok := d.(vfs.Mknoder)
-		if !ok {
-			return nil, vfs.Error("mknod", m.Name, syscall.EPERM)
-		}
-		return mk.Mknod(ctx, m.Name, m.Mode, makedev(m.Major, m.Minor))
+		return vfs.Mknod(ctx, d, m.Name, m.Mode, makedev(m.Major, m.Minor))
 	})
 	return &Rmknod{rqid{q}}, err
 }
@@ -66,11 +58,7 @@ func (c *conn) link(ctx context.Context, m *Tlink) (Message, error) {
 	defer c.putFid(target)
 	mayBlock(ctx, target.node())
 	_, err = c.inDir(ctx, m.Dfid, "link", m.Name, 0, func(ctx context.Context, d vfs.Node) (vfs.Node, error) {
-		l, ok := d.(vfs.Linker)
-		if !ok {
-			return nil, vfs.Error("link", m.Name, syscall.EPERM)
-		}
-		return l.Link(ctx, target.node(), m.Name)
+		return vfs.Link(ctx, d, target.node(), m.Name)
 	})
 	return &Rlink{}, err
 }
