@@ -1,5 +1,5 @@
 // Package procfs shows shelld's sessions as files, the /proc of
-// DESIGN.md section 2 and gsvfs-proc(7): /proc/clone and /proc/status,
+// gsvfs-proc(7): /proc/clone and /proc/status,
 // and in each session's directory stdin, stdout, stream, ctl, status, wait,
 // cmds/, tail, cmdline, env and cwd.
 //

@@ -25,7 +25,7 @@ func imports(t *testing.T) map[string][]string {
 	return m
 }
 
-// TestDependenciesPointOneWay keeps the layout of DESIGN.md section 6 true:
+// TestDependenciesPointOneWay keeps the layout of docs/architecture.md true:
 // vfs uses only the standard library; each third-party library has one
 // importer; backends and edges never import each other.
 func TestDependenciesPointOneWay(t *testing.T) {

@@ -23,7 +23,7 @@ import (
 )
 
 // The /proc tests drive shell sessions through a real FUSE mount of the
-// real daemon, as agents do (DESIGN.md section 2, gsvfs-proc(7)): mkdir a
+// real daemon, as agents do (gsvfs-proc(7)): mkdir a
 // session, write stdin or ctl, read wait, status, stdout, stream and the
 // command records. Each group of tests shares one mount; sessions have
 // names of their own, so the tests of a group run in parallel.

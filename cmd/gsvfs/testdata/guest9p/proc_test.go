@@ -19,7 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// gsvfs's /proc (DESIGN.md section 2, gsvfs-proc(7)) through the kernel's
+// gsvfs's /proc (gsvfs-proc(7)) through the kernel's
 // 9P client: shell sessions that run on the host, driven through their
 // files. TestKernel9P serves the tree with small session limits and tells
 // the guest about them in these variables; a server without /proc (diod)
