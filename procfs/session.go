@@ -277,9 +277,9 @@ func (d *sessionDir) Mkdir(_ context.Context, name string, _ uint32) (vfs.Node, 
 // Remove takes temp files away. The session's own files cannot go, but
 // unlinking one succeeds and changes nothing, so that `rm -r /proc/<id>`
 // reaches the rmdir that ends the session.
-func (d *sessionDir) Remove(_ context.Context, name string, dir bool) error {
+func (d *sessionDir) Remove(ctx context.Context, name string, dir bool) error {
 	if n, ok := d.files[name]; ok {
-		a, _ := n.Attr(context.Background())
+		a, _ := n.Attr(ctx)
 		switch {
 		case dir && !a.IsDir():
 			return vfs.Error("remove", name, syscall.ENOTDIR)
