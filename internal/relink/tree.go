@@ -380,8 +380,16 @@ func (n *node) xattrs(ctx context.Context, op string, fn func(vfs.Xattrer) error
 	return fn(x)
 }
 
+// GetXattr reads an extended attribute of the far end's file. While the
+// far end is away, a POSIX ACL answers as absent rather than EHOSTDOWN:
+// the kernel asks for it to check a permission and ls -l to mark ACLs,
+// and an offline device's files keep showing their last attributes
+// (gsvfs-devices(7)); any real use of the file still fails.
 func (n *node) GetXattr(ctx context.Context, name string) (val []byte, err error) {
 	err = n.xattrs(ctx, "getxattr", func(x vfs.Xattrer) error { val, err = x.GetXattr(ctx, name); return err })
+	if errors.Is(err, ehostdown) && (name == "system.posix_acl_access" || name == "system.posix_acl_default") {
+		return nil, vfs.Error("getxattr", n.where(), syscall.ENODATA)
+	}
 	return val, err
 }
 
