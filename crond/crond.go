@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
+
+	"github.com/gsvfs/gsvfs/internal/filestamp"
 )
 
 // Runner starts a job's run: a session called name running command.
@@ -52,10 +54,9 @@ type Daemon struct {
 	life    context.Context // Start's, for the runs ctl starts
 	started bool            // the crontab was read at the daemon's start
 	jobs    []*job
-	bad     []string // lines refused, with why
-	ctlErr  string   // why the last write to /sys/cron/ctl was refused
-	stamp   time.Time
-	size    int64
+	bad     []string        // lines refused, with why
+	ctlErr  string          // why the last write to /sys/cron/ctl was refused
+	crontab *filestamp.File // the version of the crontab last read
 }
 
 // job is one line of the crontab.
@@ -118,7 +119,7 @@ func New(o Options) *Daemon {
 			}
 		}
 	}
-	return &Daemon{o: o}
+	return &Daemon{o: o, crontab: filestamp.New(o.File)}
 }
 
 // tick is how often the crontab is checked for changes and jobs for
@@ -162,18 +163,13 @@ func (d *Daemon) loop(ctx context.Context) {
 
 // reload reads the crontab if it changed (or at start).
 func (d *Daemon) reload(ctx context.Context, start bool) {
-	fi, err := os.Stat(d.o.File)
 	d.mu.Lock()
-	unchanged := err == nil && fi.ModTime().Equal(d.stamp) && fi.Size() == d.size
-	missing := err != nil && d.stamp.IsZero() && len(d.jobs) == 0
+	changed, _ := d.crontab.Changed()
 	d.mu.Unlock()
-	if !start && (unchanged || missing) {
+	if !start && !changed {
 		return
 	}
-	var text []byte
-	if err == nil {
-		text, err = os.ReadFile(d.o.File)
-	}
+	text, err := os.ReadFile(d.o.File)
 	if err != nil && !os.IsNotExist(err) {
 		d.o.Log.Warn("cron: cannot read the crontab", "file", d.o.File, "err", err)
 		return
@@ -187,9 +183,6 @@ func (d *Daemon) reload(ctx context.Context, start bool) {
 	}
 	d.mu.Lock()
 	d.jobs, d.bad = carryOver(d.jobs, jobs, start, now), bad
-	if fi != nil {
-		d.stamp, d.size = fi.ModTime(), fi.Size()
-	}
 	d.mu.Unlock()
 	if start {
 		for _, j := range jobs {

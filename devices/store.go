@@ -15,8 +15,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/gsvfs/gsvfs/internal/filestamp"
 )
 
 // Token is what a peer needs to link to a daemon: where to dial, the
@@ -109,23 +110,7 @@ type Store struct {
 	// came from: views (every listing of /sys/devices) read the file
 	// again only when another process has replaced it. Guarded by mu.
 	cached *storeState
-	stamp  fileStamp
-}
-
-// fileStamp tells one version of the state file from another: it is
-// replaced whole (a rename), so its inode changes with every write.
-type fileStamp struct {
-	ino   uint64
-	mtime time.Time
-	size  int64
-}
-
-func stampOf(fi os.FileInfo) fileStamp {
-	st := fileStamp{mtime: fi.ModTime(), size: fi.Size()}
-	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
-		st.ino = uint64(sys.Ino)
-	}
-	return st
+	stamp  filestamp.Stamp // the file is replaced whole (a rename): its inode changes
 }
 
 type storeState struct {
@@ -211,7 +196,7 @@ func (s *Store) view(fn func(*storeState)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	fi, err := os.Stat(s.file())
-	if err == nil && s.cached != nil && stampOf(fi) == s.stamp {
+	if err == nil && s.cached != nil && filestamp.Of(fi) == s.stamp {
 		fn(s.cached)
 		return nil
 	}
@@ -234,9 +219,9 @@ func (s *Store) loadStamped() (*storeState, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.cached, s.stamp = nil, fileStamp{}
+	s.cached, s.stamp = nil, filestamp.Stamp{}
 	if statErr == nil {
-		s.cached, s.stamp = st, stampOf(fi)
+		s.cached, s.stamp = st, filestamp.Of(fi)
 	}
 	return st, nil
 }

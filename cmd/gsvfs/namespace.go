@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/gsvfs/gsvfs/internal/filestamp"
 	"github.com/gsvfs/gsvfs/mounts"
 	"github.com/gsvfs/gsvfs/vfs"
 	"github.com/gsvfs/gsvfs/vfs/diskfs"
@@ -18,28 +19,15 @@ import (
 // half a second of every change, made through the tree or on disk, until
 // ctx ends. A file refused is logged, and /sys/mounts says why.
 func watchNamespace(ctx context.Context, t *mounts.Table, file string, hostDir hostDirFunc) {
-	var stamp time.Time
-	var size int64 = -1
-	tick := time.NewTicker(500 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		fi, err := os.Stat(file)
-		switch {
-		case err != nil && size != -2:
-			stamp, size = time.Time{}, -2 // gone, or not there yet: no binds
-			applyNamespace(ctx, t, file, "", hostDir)
-		case err == nil && (!fi.ModTime().Equal(stamp) || fi.Size() != size):
-			stamp, size = fi.ModTime(), fi.Size()
-			if text, err := os.ReadFile(file); err == nil {
-				applyNamespace(ctx, t, file, string(text), hostDir)
-			}
-		}
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
+	filestamp.Poll(ctx, file, 500*time.Millisecond, func(exists bool) {
+		if !exists {
+			applyNamespace(ctx, t, file, "", hostDir) // gone, or not there yet: no binds
 			return
 		}
-	}
+		if text, err := os.ReadFile(file); err == nil {
+			applyNamespace(ctx, t, file, string(text), hostDir)
+		}
+	})
 }
 
 func applyNamespace(ctx context.Context, t *mounts.Table, file, text string, hostDir hostDirFunc) {
