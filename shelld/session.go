@@ -74,12 +74,28 @@ func (st Status) Ended() bool {
 // Session is one process the daemon runs under a pseudo-terminal: an
 // interactive login shell, or one command. Its output is drained into a
 // Log whether or not anybody reads it. It knows nothing of files.
+//
+// Lock order. A Session has three mutexes; the fields below are grouped
+// under the one that guards them:
+//
+//   - wmu, one write to the terminal at a time, is taken first: a write
+//     records the lines it completes (noteInput) under rd.
+//   - rd, the reading of the terminal and what follows from it, comes
+//     next. Under it the Logs' and the screen's own locks are taken
+//     (emit), nothing of the Session's.
+//   - mu, the session's state, is a leaf: it is never held while any
+//     other lock of the Session is taken. Whoever needs both reads what
+//     it needs under mu, lets go, and then takes rd (Screen, run).
+//
+// scr is an atomic pointer, set once under rd and read without a lock.
+// reap is a sync.Once. The Logs guard themselves.
 type Session struct {
 	id  string
 	cfg *Config
 	out *Log
 	err *Log // an exec's standard error, apart from its terminal (empty for a shell)
 
+	// Guarded by mu (a leaf).
 	mu      sync.Mutex
 	state   string
 	command string   // the command line, as cmdline shows it
@@ -110,23 +126,27 @@ type Session struct {
 	pts      string        // the terminal's device, /dev/pts/N
 	integ    *integration  // the shell integration of an interactive shell, if any
 
-	// rd serializes the reading of the terminal with what follows from
-	// it: the stripping of markers, the Log, the command records.
-	scr   atomic.Pointer[screen] // made on the first look (screen.go)
+	// The expiry of a session that never started (idle.go), also
+	// guarded by mu.
+	holds     int           // open files of it (Hold)
+	touched   time.Time     // made, or last changed while idle
+	idleLimit time.Duration // how long it may stay idle and unheld; 0: the retention time
+	forgotten bool          // its Manager let it go: it never starts
+
+	// Guarded by rd, which serializes the reading of the terminal with
+	// what follows from it: the stripping of markers, the Log, the
+	// command records. rbuf, strip and trk are set under mu as the
+	// process starts, before its reader runs, and used under rd after
+	// (records reads trk under mu).
 	rd    sync.Mutex
 	rbuf  []byte
 	strip *stripper // nil without an integration
 	trk   *tracker  // nil unless an interactive shell
 	flush *time.Timer
 
-	wmu  sync.Mutex // one write to the terminal at a time, with its records
-	reap sync.Once  // the exited process is reaped once (release)
-
-	// The expiry of a session that never started (idle.go).
-	holds     int           // open files of it (Hold)
-	touched   time.Time     // made, or last changed while idle
-	idleLimit time.Duration // how long it may stay idle and unheld; 0: the retention time
-	forgotten bool          // its Manager let it go: it never starts
+	wmu  sync.Mutex             // one write to the terminal at a time, with its records; before rd
+	scr  atomic.Pointer[screen] // made on the first look (screen.go), under rd
+	reap sync.Once              // the exited process is reaped once (release)
 }
 
 func newSession(id string, cfg *Config) *Session {
