@@ -32,11 +32,13 @@ type Gateway struct {
 
 	descInos vfs.InoTable
 	started  time.Time
-	ctx      context.Context    // Watch's, for the dialers; guarded by mu
-	dialers  map[string]*dialer // guarded by mu
-	served   []servedGateway    // guarded by mu
-	mounted  map[string]bool    // ids mounted at /mnt/ID; guarded by mu
-	trees    sync.Map           // id → *relink.Tree of /mnt/ID (remote.go)
+	// kick asks Watch to bring the dialers in line with the store: sync
+	// runs on any goroutine, the dialers live on Watch's context.
+	kick    chan struct{}
+	dialers map[string]*dialer // guarded by mu
+	served  []servedGateway    // guarded by mu
+	mounted map[string]bool    // ids mounted at /mnt/ID; guarded by mu
+	trees   sync.Map           // id → *relink.Tree of /mnt/ID (remote.go)
 
 	mu      sync.Mutex
 	devices map[string]*device
@@ -106,7 +108,7 @@ func NewGateway(store *Store, o GatewayOptions) (*Gateway, error) {
 	if o.Identity == nil {
 		return nil, errors.New("a gateway needs its identity before it starts")
 	}
-	g := &Gateway{o: o, store: store, log: o.Log, devices: map[string]*device{}, mounted: map[string]bool{}, started: time.Now(), dialers: map[string]*dialer{}}
+	g := &Gateway{o: o, store: store, log: o.Log, devices: map[string]*device{}, mounted: map[string]bool{}, started: time.Now(), dialers: map[string]*dialer{}, kick: make(chan struct{}, 1)}
 	g.sync()
 	return g, nil
 }
@@ -154,8 +156,17 @@ func (g *Gateway) sync() {
 			g.dropForgotten(ids[i], r)
 		}
 	}
-	g.syncDialers()
+	g.kickDialers()
 	g.dropRevokedGateways()
+}
+
+// kickDialers asks Watch for a syncDialers, once however often asked
+// before it gets to it.
+func (g *Gateway) kickDialers() {
+	select {
+	case g.kick <- struct{}{}:
+	default:
+	}
 }
 
 // dropForgotten removes device id, whose link r was just closed (and may
@@ -174,14 +185,12 @@ func (g *Gateway) dropForgotten(id string, r *remote) {
 }
 
 // syncDialers keeps one dialler running for each device the gateway is
-// to dial, and stops those of devices no longer to be dialled.
-func (g *Gateway) syncDialers() {
+// to dial, on ctx (Watch's), and stops those of devices no longer to be
+// dialled.
+func (g *Gateway) syncDialers(ctx context.Context) {
 	want := g.store.Dialed()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.ctx == nil {
-		return // not watching yet
-	}
 	for id, d := range g.dialers {
 		if tok, ok := want[id]; !ok || tok != d.tok {
 			d.cancel()
@@ -190,9 +199,9 @@ func (g *Gateway) syncDialers() {
 	}
 	for id, tok := range want {
 		if g.dialers[id] == nil {
-			ctx, cancel := context.WithCancel(g.ctx)
+			dctx, cancel := context.WithCancel(ctx)
 			g.dialers[id] = &dialer{tok: tok, cancel: cancel}
-			go g.dial(ctx, id, tok)
+			go g.dial(dctx, id, tok)
 		}
 	}
 }
@@ -234,16 +243,16 @@ func (g *Gateway) dial(ctx context.Context, id string, tok Token) {
 // (every half second) until ctx ends: a revoked device's link is closed
 // within that time, and devices added to be dialled are dialled.
 func (g *Gateway) Watch(ctx context.Context) {
-	g.mu.Lock()
-	g.ctx = ctx
-	g.mu.Unlock()
 	g.sync()
+	g.syncDialers(ctx)
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		select {
 		case <-tick.C:
 			g.sync()
+		case <-g.kick:
+			g.syncDialers(ctx)
 		case <-ctx.Done():
 			return
 		}
