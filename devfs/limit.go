@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gsvfs/gsvfs/vfs"
+	"github.com/gsvfs/gsvfs/internal/bounds"
 )
 
 // The default share of the log each writer of /dev/log gets: a quarter
@@ -66,7 +66,7 @@ type LogStats struct {
 type limiter struct {
 	rate, burst float64
 	clock       func() time.Time
-	warn        *vfs.RateLog
+	warn        *bounds.RateLog
 
 	mu      sync.Mutex
 	buckets map[writer]*bucket
@@ -100,7 +100,7 @@ func newLimiter(o Options) *limiter {
 	}
 	l := &limiter{rate: float64(o.Rate), burst: float64(max(o.Burst, maxLogLine+lineCost)),
 		totalRate: float64(o.TotalRate), totalBurst: float64(max(o.TotalBurst, maxLogLine+lineCost)),
-		clock: o.Clock, warn: vfs.NewRateLog(o.Log, 10*time.Second), buckets: map[writer]*bucket{}}
+		clock: o.Clock, warn: bounds.NewRateLog(o.Log, 10*time.Second), buckets: map[writer]*bucket{}}
 	l.total = bucket{tokens: l.totalBurst, at: o.Clock()}
 	return l
 }

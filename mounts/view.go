@@ -3,6 +3,7 @@ package mounts
 import (
 	"context"
 	"fmt"
+	"github.com/gsvfs/gsvfs/internal/bounds"
 	"log/slog"
 	"maps"
 	"path"
@@ -39,7 +40,7 @@ type view struct {
 	roots []HostDir
 	stale bool
 	// warn says why a rename was refused where the client cannot see it.
-	warn *vfs.RateLog
+	warn *bounds.RateLog
 }
 
 // maxRenameScan bounds the entries a rename through a view looks
@@ -57,7 +58,7 @@ func (t *Table) Refusing(patterns []string) (vfs.Node, error) {
 		}
 	}
 	v := &view{t: t, patterns: slices.Clone(patterns), stale: true,
-		warn: vfs.NewRateLog(slog.Default(), 10*time.Second)}
+		warn: bounds.NewRateLog(slog.Default(), 10*time.Second)}
 	for _, p := range patterns {
 		v.lower = append(v.lower, strings.ToLower(p))
 	}

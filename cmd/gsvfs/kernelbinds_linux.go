@@ -2,13 +2,13 @@ package main
 
 import (
 	"errors"
+	"github.com/gsvfs/gsvfs/internal/bounds"
 	"log/slog"
 	"os"
 	"slices"
 	"time"
 
 	"github.com/gsvfs/gsvfs/mounts"
-	"github.com/gsvfs/gsvfs/vfs"
 	"github.com/gsvfs/gsvfs/vfs/fusefs"
 )
 
@@ -42,7 +42,7 @@ func keepKernelBinds(m *fusefs.Mount, t *mounts.Table) (stop func()) {
 		default:
 		}
 	})
-	var warn *vfs.RateLog
+	var warn *bounds.RateLog
 	var last []fusefs.KernelBind
 	var lastErr string
 	apply := func() {
@@ -53,7 +53,7 @@ func keepKernelBinds(m *fusefs.Mount, t *mounts.Table) (stop func()) {
 		if msg != lastErr {
 			// Something new is refused (a symlink on the way, say): it
 			// is said at once, however recent the last warning.
-			warn, lastErr = vfs.NewRateLog(slog.Default(), time.Minute), msg
+			warn, lastErr = bounds.NewRateLog(slog.Default(), time.Minute), msg
 		}
 		if msg != "" {
 			warn.Warn("kernel binds", "these places are served through FUSE instead", "err", msg)

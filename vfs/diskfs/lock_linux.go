@@ -2,6 +2,7 @@ package diskfs
 
 import (
 	"context"
+	"github.com/gsvfs/gsvfs/internal/bounds"
 	"math"
 	"strconv"
 	"sync"
@@ -55,11 +56,11 @@ var firstPoll = time.Millisecond
 // hostLocks is every lock owner's description, by file. It is the
 // daemon's, not a tree's: two trees that reach one host file share owners.
 // Its descriptions cost descriptors, so the accounts with a limit hold at
-// most a quarter of the daemon's descriptor limit together (vfs.OpenLimit),
+// most a quarter of the daemon's descriptor limit together (bounds.OpenLimit),
 // and each at most its own limit (vfs.LockAccount): past either a new
 // owner's lock fails with ENOLCK.
 var hostLocks = &ownerFiles{files: map[fileID]*lockFile{}, held: map[any]int{},
-	max: sync.OnceValue(func() int { return int(vfs.OpenLimit()) })}
+	max: sync.OnceValue(func() int { return int(bounds.OpenLimit()) })}
 
 type ownerFiles struct {
 	// max is how many descriptions the accounts with a limit may hold

@@ -4,6 +4,7 @@ package diskfs
 
 import (
 	"errors"
+	"github.com/gsvfs/gsvfs/internal/bounds"
 	"io"
 	"log/slog"
 	"os"
@@ -46,7 +47,7 @@ const retryFull = 10 * time.Second
 type treeWatch struct {
 	fs   *FS
 	w    *fsnotify.Watcher
-	log  *vfs.RateLog
+	log  *bounds.RateLog
 	done chan struct{}
 	// place adds a watch (w.Add; a test's stand-in runs out of room).
 	place func(path string) error
@@ -126,7 +127,7 @@ func (f *FS) startWatch() (*treeWatch, error) {
 		return nil, err
 	}
 	tw := &treeWatch{fs: f, w: w, done: make(chan struct{}), place: w.Add,
-		log:   vfs.NewRateLog(slog.Default(), 10*time.Second),
+		log:   bounds.NewRateLog(slog.Default(), 10*time.Second),
 		dirs:  map[string]weak.Pointer[node]{},
 		paths: map[weak.Pointer[node]]string{}}
 	f.watch.Store(tw)

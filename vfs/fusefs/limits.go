@@ -10,7 +10,7 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 
-	"github.com/gsvfs/gsvfs/vfs"
+	"github.com/gsvfs/gsvfs/internal/bounds"
 )
 
 // userOpens counts the open files and directories of each ordinary user
@@ -20,13 +20,13 @@ import (
 // not counted: they keep working while another user is at the limit.
 type userOpens struct {
 	max  int64
-	warn *vfs.RateLog
+	warn *bounds.RateLog
 
 	mu sync.Mutex
 	n  map[uint32]int64
 }
 
-func newUserOpens(max int64, warn *vfs.RateLog) *userOpens {
+func newUserOpens(max int64, warn *bounds.RateLog) *userOpens {
 	return &userOpens{max: max, warn: warn, n: map[uint32]int64{}}
 }
 

@@ -5,6 +5,7 @@ package fusefs
 import (
 	"context"
 	"fmt"
+	"github.com/gsvfs/gsvfs/internal/bounds"
 	"log/slog"
 	"os"
 	"runtime/debug"
@@ -45,7 +46,7 @@ type Options struct {
 	// Log receives errors and, with Debug, the request trace.
 	Log *slog.Logger
 	// MaxOpenPerUser bounds the files and directories one ordinary user
-	// holds open through the mount (vfs.OpenLimit if 0); root and the
+	// holds open through the mount (bounds.OpenLimit if 0); root and the
 	// daemon's own user are not bounded.
 	MaxOpenPerUser int64
 }
@@ -84,10 +85,10 @@ func New(dir string, root vfs.Node, opts Options) (*Mount, error) {
 		opts.Log = slog.Default()
 	}
 	if opts.MaxOpenPerUser == 0 {
-		opts.MaxOpenPerUser = vfs.OpenLimit()
+		opts.MaxOpenPerUser = bounds.OpenLimit()
 	}
 	srv := &server{opts: opts, log: opts.Log, writeback: writebackWanted(opts),
-		opens: newUserOpens(opts.MaxOpenPerUser, vfs.NewRateLog(opts.Log, 10*time.Second))}
+		opens: newUserOpens(opts.MaxOpenPerUser, bounds.NewRateLog(opts.Log, 10*time.Second))}
 	a, err := root.Attr(context.Background())
 	if err != nil {
 		return nil, fmt.Errorf("stat the tree's root: %w", err)

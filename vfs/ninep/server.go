@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"github.com/gsvfs/gsvfs/internal/bounds"
 	"io"
 	"log/slog"
 	"net"
@@ -58,7 +59,7 @@ type Server struct {
 	root vfs.Node
 	opts ServerOptions
 	log  *slog.Logger
-	warn *vfs.RateLog // what clients can make happen again and again
+	warn *bounds.RateLog // what clients can make happen again and again
 	mem  memory
 
 	mu        sync.Mutex
@@ -106,14 +107,14 @@ func NewServer(root vfs.Node, opts ServerOptions) *Server {
 	}
 	opts.MaxMsize = max(opts.MaxMsize, minMsize)
 	opts.MaxConns = cmp.Or(opts.MaxConns, DefaultMaxConns)
-	opts.MaxOpen = cmp.Or(opts.MaxOpen, vfs.OpenLimit())
+	opts.MaxOpen = cmp.Or(opts.MaxOpen, bounds.OpenLimit())
 	opts.Memory = max(cmp.Or(opts.Memory, DefaultMemory), 2*int64(opts.MaxMsize))
 	log := opts.Log
 	if log == nil {
 		log = slog.Default()
 	}
 	return &Server{
-		root: root, opts: opts, log: log, warn: vfs.NewRateLog(log, 10*time.Second),
+		root: root, opts: opts, log: log, warn: bounds.NewRateLog(log, 10*time.Second),
 		mem:       newMemory(opts.Memory),
 		listeners: map[net.Listener]struct{}{},
 		conns:     map[*conn]struct{}{},
