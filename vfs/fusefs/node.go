@@ -508,7 +508,7 @@ func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, 
 		return 0, missingXattr(attr)
 	}
 	val, err := x.GetXattr(reqCtx(ctx), attr)
-	if errno := vfs.Errno(err); errno == syscall.ENODATA || errno == syscall.EOPNOTSUPP && isACL(attr) {
+	if errno := vfs.Errno(err); errno == syscall.ENODATA {
 		return 0, missingXattr(attr)
 	} else if err != nil {
 		return 0, errno
@@ -537,16 +537,6 @@ func missingXattr(name string) syscall.Errno {
 		return syscall.EOPNOTSUPP
 	}
 	return syscall.ENODATA
-}
-
-// isACL says whether name is one of the POSIX ACLs the kernel asks for
-// when it checks permissions (EnableAcl). It caches an ACL, or its
-// absence, until the node's attributes change, but not an error: a
-// directory that cannot hold xattrs (the tree's root, a union) would be
-// asked on every path walk through it, one round trip for each path
-// named from the mount's root. A node without xattrs has no ACL.
-func isACL(name string) bool {
-	return name == "system.posix_acl_access" || name == "system.posix_acl_default"
 }
 
 func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {

@@ -120,8 +120,9 @@ func (n *node) ownChange(ctx context.Context, stat func(context.Context) (vfs.At
 
 // settle makes the kernel drop its pages of a file that changed outside
 // and take its size, now a: a larger one at once (grown), a smaller one
-// once nobody holds the file (shrank; unknown sizes count as larger). Pages the kernel writes back
-// meanwhile were dirtied before the change and are dropped (ownChange).
+// once nobody holds the file (shrank; an unknown size counts as larger).
+// Pages the kernel writes back meanwhile were dirtied before the change
+// and are dropped (ownChange).
 func (n *node) settle(a vfs.Attr) {
 	g := &n.guard
 	g.mu.Lock()
