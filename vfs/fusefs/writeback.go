@@ -111,7 +111,7 @@ func (n *node) grown(a vfs.Attr, dropped bool) bool {
 	}
 	defer h.Close()
 	last := make([]byte, 1)
-	if got, err := h.ReadAt(ctx, last, a.Size-1); got != 1 && err != nil {
+	if got, _ := h.ReadAt(ctx, last, a.Size-1); got != 1 {
 		return false // shorter again: the watch reports it
 	}
 	return n.WriteCache(a.Size-1, last) == 0
@@ -193,7 +193,7 @@ func (n *node) shrank(a vfs.Attr, was int64) {
 // with no change reported, and so do stored files no watch covers. The
 // kernel serves generated content with direct I/O and never reads its
 // page cache, so one byte stored at the new end moves the size; a stored
-// file gets its last page (grown). A file that shrank keeps the kernel's
+// file gets its last byte (grown). A file that shrank keeps the kernel's
 // size until the kernel forgets it (gsvfs-mount(1)).
 func (n *node) sized(a vfs.Attr) {
 	if !n.srv.writeback || a.Type() != syscall.S_IFREG || a.Size <= 0 || a.Watched && n.srv.watch.on.Load() {
