@@ -96,7 +96,11 @@ func dialRoot(root string) (procClient, error) {
 // error naming them.
 func dialImplied() (procClient, error) {
 	mounts := gsvfsMounts()
-	if wd, err := os.Getwd(); err == nil {
+	// The kernel's name of the working directory, not $PWD: mountinfo
+	// names mounts by the kernel's path, and $PWD may reach the same
+	// directory through a symbolic link (a TMPDIR of /tmp/x -> /var/x),
+	// which would find no enclosing mount.
+	if wd, err := syscall.Getwd(); err == nil {
 		if mnt, ok := enclosingMount(wd, mounts); ok {
 			return openMountProc(mnt)
 		}

@@ -28,14 +28,22 @@ func TestPs(t *testing.T) {
 	procNew(t, d, "9")
 
 	// No flag, run inside the mount: its daemon, not the default state
-	// directory's (none serves that here).
+	// directory's (none serves that here), nor another mount's. The
+	// command runs in a directory named through a symbolic link, as a
+	// TMPDIR behind one would: $PWD then differs from the kernel's path
+	// that the mount table uses.
+	procMount(t, nil)
+	link := filepath.Join(t.TempDir(), "ws")
+	if err := os.Symlink(d.Path("workspaces"), link); err != nil {
+		t.Fatal(err)
+	}
 	for _, where := range [][]string{{"--mount", d.Mnt}, {"--root", d.Root}, {}} {
 		name := "no-flag"
 		if len(where) > 0 {
 			name = where[0]
 		}
 		t.Run(name, func(t *testing.T) {
-			rows := psTable(t, psRunIn(t, d.Path("workspaces"), append([]string{"ps"}, where...)...))
+			rows := psTable(t, psRunIn(t, link, append([]string{"ps"}, where...)...))
 			want := []map[string]string{
 				{"ID": shell, "COMMAND": `bash`, "AGE": `\d+s`, "OUTPUT": `[1-9][0-9.]*K?`},
 				{"ID": "9", "STATUS": "idle", "COMMAND": "-", "AGE": "-", "OUTPUT": "0"},
