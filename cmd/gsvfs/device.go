@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gsvfs/gsvfs/devices"
+	"github.com/gsvfs/gsvfs/internal/client"
 	"github.com/gsvfs/gsvfs/vfs"
 )
 
@@ -197,7 +198,7 @@ type deviceInfo struct {
 // readDevices reads every descriptor of /sys/devices from the daemon of
 // root.
 func readDevices(root string) ([]deviceInfo, error) {
-	c, tree, err := dialTree(defaultSocket(root))
+	c, tree, err := client.DialTree(defaultSocket(root))
 	if err != nil {
 		return nil, fmt.Errorf("no daemon serves %s: %w", root, err)
 	}
