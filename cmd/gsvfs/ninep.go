@@ -5,24 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"time"
 
+	gsvfsd "github.com/gsvfs/gsvfs/internal/daemon" // not "daemon": the tests have a type of that name
 	"github.com/gsvfs/gsvfs/vfs/ninep"
 )
 
-// socketName is the daemon's 9P socket inside the state directory: a
-// second `gsvfs mount` of the same state directory attaches there.
-const socketName = "gsvfs.sock"
-
-func defaultSocket(root string) ninep.Address {
-	return ninep.Address{Network: "unix", Addr: filepath.Join(root, socketName)}
-}
-
 // startNinep serves the tree t on every address and returns where it
 // listens.
-func startNinep(t *tree, addrs []ninep.Address) (*ninep.Server, []string, error) {
-	srv := ninep.NewServer(t.root, ninep.ServerOptions{Log: slog.Default(), Fsid: t.fsid})
+func startNinep(t *gsvfsd.Tree, addrs []ninep.Address) (*ninep.Server, []string, error) {
+	srv := ninep.NewServer(t.Root, ninep.ServerOptions{Log: slog.Default(), Fsid: t.Fsid})
 	var where []string
 	for _, a := range addrs {
 		l, err := ninep.Listen(a)

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gsvfs/gsvfs/internal/client"
+	gsvfsd "github.com/gsvfs/gsvfs/internal/daemon" // not "daemon": the tests have a type of that name
 	"github.com/gsvfs/gsvfs/vfs/ninep"
 )
 
@@ -62,7 +63,7 @@ func dialRoot(root string) (client.Proc, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := client.Dial(defaultSocket(abs))
+	c, err := client.Dial(gsvfsd.Socket(abs))
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) {
 		return nil, fmt.Errorf("no daemon serves %s; start one with gsvfs mount or gsvfs serve, or pass --server/--mount", abs)
 	}
@@ -74,20 +75,20 @@ func dialRoot(root string) (client.Proc, error) {
 // the one gsvfs mount there is. Several mounts and none implied is an
 // error naming them.
 func dialImplied() (client.Proc, error) {
-	mounts := gsvfsMounts()
+	mounts := gsvfsd.FUSEMounts()
 	if wd, err := os.Getwd(); err == nil {
 		if mnt, ok := enclosingMount(wd, mounts); ok {
 			return client.OpenMount(mnt)
 		}
 	}
-	c, err := dialRoot(defaultRoot())
+	c, err := dialRoot(gsvfsd.DefaultRoot())
 	if err == nil || len(mounts) == 0 {
 		return c, err
 	}
 	if len(mounts) == 1 {
 		return client.OpenMount(mounts[0])
 	}
-	return nil, fmt.Errorf("no daemon serves %s and several gsvfs mounts run (%s): pass --mount DIR, or run the command inside one", defaultRoot(), strings.Join(mounts, ", "))
+	return nil, fmt.Errorf("no daemon serves %s and several gsvfs mounts run (%s): pass --mount DIR, or run the command inside one", gsvfsd.DefaultRoot(), strings.Join(mounts, ", "))
 }
 
 // enclosingMount is the deepest of mounts that holds dir.

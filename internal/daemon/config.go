@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"bufio"
@@ -24,8 +24,9 @@ import (
 
 func confPath(root string) string { return filepath.Join(root, "etc", "gsvfs.conf") }
 
-// fact is a read-only key of /sys/config.
-func fact(name, value string) sysfs.ConfigKey {
+// Fact is a read-only key of /sys/config: a setting the daemon was
+// started with.
+func Fact(name, value string) sysfs.ConfigKey {
 	return sysfs.ConfigKey{Name: name, Get: func() string { return value }}
 }
 
@@ -37,8 +38,8 @@ type setting struct {
 }
 
 // writableSettings are the keys /sys/config may change: the sessions'
-// (for sessions made from then on) and the log level.
-func writableSettings(mgr *shelld.Manager) []setting {
+// (for sessions made from then on) and the log's level.
+func writableSettings(mgr *shelld.Manager, logLevel *slog.LevelVar) []setting {
 	conf := func(change func(*shelld.Config)) { mgr.Configure(change) }
 	positive := func(name string, apply func(int)) func(string) error {
 		return func(v string) error {
@@ -83,7 +84,7 @@ func writableSettings(mgr *shelld.Manager) []setting {
 			}
 			return ""
 		}, func(v string) error {
-			u, err := parseUmask(v)
+			u, err := ParseUmask(v)
 			if err != nil {
 				return err
 			}
@@ -193,4 +194,14 @@ func (c *confFile) put(key, value string) error {
 		return err
 	}
 	return os.Rename(tmp, c.path)
+}
+
+// ParseUmask reads a session umask given in octal (--session-umask,
+// /sys/config/session-umask).
+func ParseUmask(s string) (int, error) {
+	u, err := strconv.ParseUint(s, 8, 32)
+	if err != nil || u > 0o777 {
+		return 0, fmt.Errorf("--session-umask %q: want an octal mask from 0 to 0777, such as 022", s)
+	}
+	return int(u), nil
 }
