@@ -1,10 +1,14 @@
 package daemon
 
 import (
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/gsvfs/gsvfs/shelld"
 )
 
 // put keeps the operator's lines and comments, changes a key in place,
@@ -41,5 +45,28 @@ func TestConfFilePutNew(t *testing.T) {
 	b, err := os.ReadFile(c.path)
 	if want := "# gsvfs settings, kept by /sys/config; see gsvfs-sys(7)\nlog-level = debug\n"; err != nil || string(b) != want {
 		t.Errorf("file: %q, %v; want %q", b, err, want)
+	}
+}
+
+// The counts and durations of /sys/config take only values above zero,
+// and say what they want; a value taken is what the key reads after.
+func TestSettingsPositive(t *testing.T) {
+	mgr := shelld.NewManager(shelld.DefaultConfig())
+	defer mgr.Close()
+	keys := map[string]setting{}
+	for _, s := range writableSettings(mgr, new(slog.LevelVar)) {
+		keys[s.name] = s
+	}
+	for name, want := range map[string]string{"max-sessions": "a positive whole number", "exec-timeout": "a positive duration"} {
+		for _, bad := range []string{"0", "-1", "x", ""} {
+			if err := keys[name].set(bad); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s = %q: %v; want an error saying %q", name, bad, err, want)
+			}
+		}
+	}
+	for name, good := range map[string]string{"max-sessions": "7", "exec-timeout": "2m0s"} {
+		if err := keys[name].set(good); err != nil || keys[name].get() != good {
+			t.Errorf("%s = %s: %v, reads %q", name, good, err, keys[name].get())
+		}
 	}
 }
