@@ -27,9 +27,10 @@ func imports(t *testing.T) map[string][]string {
 
 // TestDependenciesPointOneWay keeps the layout of docs/architecture.md true:
 // vfs, internal/filestamp and internal/bounds use only the standard
-// library; each
-// third-party library has one importer; backends and edges never import
-// each other.
+// library; each third-party library has one importer; backends and edges
+// never import each other; the daemon's composition (internal/daemon) is
+// the command's alone, and the client of a running daemon
+// (internal/client) speaks 9P and knows nothing of how one is composed.
 func TestDependenciesPointOneWay(t *testing.T) {
 	all := imports(t)
 	onlyImporter := map[string][]string{
@@ -43,7 +44,7 @@ func TestDependenciesPointOneWay(t *testing.T) {
 		// cmd/gsvfs for dup2 onto stdout and stderr at a log rotation,
 		// which the standard library lacks on linux/arm64.
 		"golang.org/x/sys/unix":         {"vfs/diskfs", "vfs/ninep", "vfs/fusefs", "cmd/gsvfs"},
-		"golang.org/x/sync":             {"vfs/ninep"},
+		"golang.org/x/sync":             {"vfs/ninep", "internal/daemon"},
 		"github.com/charmbracelet/x/vt": {"shelld"},     // /proc/<id>/screen
 		"github.com/bmatcuk/doublestar": {"mounts"},     // refused paths
 		"github.com/fsnotify/fsnotify":  {"vfs/diskfs"}, // changes made outside
@@ -62,6 +63,15 @@ func TestDependenciesPointOneWay(t *testing.T) {
 		"devfs":    {"mounts", "vfs/diskfs", "vfs/fusefs", "vfs/ninep", "cmd/gsvfs", "shelld", "procfs", "devices"},
 		"docs/man": {"vfs", "mounts"},
 	}
+	// Packages that only the ones listed may import.
+	onlyImportedBy := map[string][]string{
+		"internal/daemon": {"cmd/gsvfs"},
+	}
+	// Packages that may import, from this module, only the ones listed.
+	onlyImports := map[string][]string{
+		// shelld for the type of a session's status.
+		"internal/client": {"vfs", "vfs/ninep", "shelld"},
+	}
 	// The centre, and the helpers every part may use, stand on the
 	// standard library alone.
 	stdlibOnly := []string{"vfs", "internal/filestamp", "internal/bounds"}
@@ -78,9 +88,26 @@ func TestDependenciesPointOneWay(t *testing.T) {
 			if slices.Contains(forbidden[pkg], strings.TrimPrefix(imp, module+"/")) {
 				t.Errorf("%s imports %s, against the direction of dependencies", pkg, imp)
 			}
+			checkOwnImport(t, pkg, imp, onlyImportedBy, onlyImports)
 		}
 	}
 	if len(all["vfs"]) == 0 || len(all["cmd/gsvfs"]) == 0 {
 		t.Fatalf("go list found too little: %v", all)
+	}
+}
+
+// checkOwnImport checks pkg's import imp against the rules of
+// onlyImportedBy and onlyImports, which concern the module's packages.
+func checkOwnImport(t *testing.T, pkg, imp string, onlyImportedBy, onlyImports map[string][]string) {
+	t.Helper()
+	own, ok := strings.CutPrefix(imp, module+"/")
+	if !ok {
+		return
+	}
+	if importers, ok := onlyImportedBy[own]; ok && !slices.Contains(importers, pkg) {
+		t.Errorf("%s imports %s; only %s may", pkg, own, strings.Join(importers, ", "))
+	}
+	if allowed, ok := onlyImports[pkg]; ok && !slices.Contains(allowed, own) {
+		t.Errorf("%s imports %s; of this module it may import only %s", pkg, own, strings.Join(allowed, ", "))
 	}
 }

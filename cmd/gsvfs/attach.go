@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/gsvfs/gsvfs/internal/client"
 	"github.com/gsvfs/gsvfs/shelld"
 )
 
@@ -69,10 +70,10 @@ func runAttach(f attachFlags, args []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer c.close()
+	defer c.Close()
 	if id != "" {
 		// An unknown session is the likelier mistake; say it first.
-		if _, err := readStatus(c, id); err != nil {
+		if _, err := client.ReadStatus(c, id); err != nil {
 			return 0, err
 		}
 	}
@@ -103,17 +104,17 @@ func sessionArg(newSession bool, args []string) (string, error) {
 	case len(args) == 0:
 		return "", errors.New("name a SESSION to attach to (gsvfs ps lists them), or give --new")
 	}
-	return args[0], validSessionName(args[0])
+	return args[0], client.ValidSessionName(args[0])
 }
 
 // cloneSession makes an idle session, reading /proc/clone.
-func cloneSession(c procClient) (string, error) {
-	data, err := readProcFile(c, "clone")
+func cloneSession(c client.Proc) (string, error) {
+	data, err := client.ReadFile(c, "clone")
 	if err != nil {
 		return "", fmt.Errorf("make a session: %w", err)
 	}
 	id := strings.TrimSpace(string(data))
-	if err := validSessionName(id); err != nil {
+	if err := client.ValidSessionName(id); err != nil {
 		return "", fmt.Errorf("make a session: /proc/clone said %q", data)
 	}
 	return id, nil
@@ -122,7 +123,7 @@ func cloneSession(c procClient) (string, error) {
 // attachment is a terminal attached to a session: the session's inputs
 // that attach keeps open, and the terminal.
 type attachment struct {
-	c          procClient
+	c          client.Proc
 	id         string
 	fd         int // the terminal: standard input
 	ctl, stdin io.WriteCloser
@@ -155,12 +156,12 @@ func (g *gate) close() {
 }
 
 // openAttachment opens the session's inputs.
-func openAttachment(c procClient, id string, fd int) (*attachment, error) {
-	ctl, err := c.open(id+"/ctl", true)
+func openAttachment(c client.Proc, id string, fd int) (*attachment, error) {
+	ctl, err := c.Open(id+"/ctl", true)
 	if err != nil {
 		return nil, fmt.Errorf("session %s: %w", id, err)
 	}
-	stdin, err := c.open(id+"/stdin", true)
+	stdin, err := c.Open(id+"/stdin", true)
 	if err != nil {
 		ctl.Close()
 		return nil, fmt.Errorf("session %s: %w", id, err)
@@ -201,7 +202,7 @@ func (a *attachment) run(key byte) (int, error) {
 // prepare gives an attached session this terminal's size and, if it is
 // idle, starts its shell, so its prompt shows before the first keystroke.
 func (a *attachment) prepare() error {
-	st, err := readStatus(a.c, a.id)
+	st, err := client.ReadStatus(a.c, a.id)
 	if err != nil || st.Ended() {
 		return err // an ended session only has its output to show
 	}
@@ -232,7 +233,7 @@ func (a *attachment) resize() {
 type ending struct {
 	detached bool
 	signal   os.Signal
-	status   *sessionStatus // the session ended
+	status   *client.SessionStatus // the session ended
 	err      error
 }
 
@@ -302,14 +303,14 @@ func (a *attachment) pumpInput(key byte, ends chan<- ending) {
 // When attach detaches with such a read blocked, the process's exit
 // ends it.
 func (a *attachment) pumpOutput(ends chan<- ending) {
-	stream, err := a.c.open(a.id+"/stream", false)
+	stream, err := a.c.Open(a.id+"/stream", false)
 	if err != nil {
 		ends <- ending{err: fmt.Errorf("session %s: %w", a.id, err)}
 		return
 	}
 	defer stream.Close()
-	buf := make([]byte, maxRead)
-	var final *sessionStatus
+	buf := make([]byte, client.MaxRead)
+	var final *client.SessionStatus
 	for {
 		n, err := stream.Read(buf)
 		if n > 0 {
@@ -327,8 +328,8 @@ func (a *attachment) pumpOutput(ends chan<- ending) {
 			ends <- ending{status: final}
 			return
 		}
-		st, err := readStatus(a.c, a.id)
-		if errors.Is(err, errNoSession) {
+		st, err := client.ReadStatus(a.c, a.id)
+		if errors.Is(err, client.ErrNoSession) {
 			err = fmt.Errorf("session %s was removed", a.id)
 		}
 		if err != nil {

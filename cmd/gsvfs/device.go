@@ -15,6 +15,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gsvfs/gsvfs/devices"
+	"github.com/gsvfs/gsvfs/internal/client"
+	gsvfsd "github.com/gsvfs/gsvfs/internal/daemon" // not "daemon": the tests have a type of that name
 	"github.com/gsvfs/gsvfs/vfs"
 )
 
@@ -34,9 +36,9 @@ within a second.`,
 	cmd.PersistentFlags().StringVar(&root, "root", "", "the gateway's state directory (default $XDG_DATA_HOME/gsvfs, /var/lib/gsvfs for root)")
 	rootDir := func() (string, error) {
 		if root == "" {
-			root = defaultRoot()
+			root = gsvfsd.DefaultRoot()
 		}
-		return prepareRoot(root)
+		return gsvfsd.PrepareRoot(root)
 	}
 	cmd.AddCommand(deviceTokenCommand(rootDir), deviceAddCommand(rootDir), deviceLsCommand(rootDir),
 		deviceRmCommand(rootDir), deviceRevokeCommand(rootDir), deviceTokensCommand(rootDir))
@@ -48,7 +50,7 @@ func openStore(rootDir func() (string, error)) (*devices.Store, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	s, err := devices.OpenStore(privateDir(root))
+	s, err := devices.OpenStore(gsvfsd.PrivateDir(root))
 	return s, root, err
 }
 
@@ -73,7 +75,7 @@ peer id, and once used belongs to that peer.`,
 			if err != nil {
 				return err
 			}
-			id, err := devices.LoadIdentity(privateDir(root))
+			id, err := devices.LoadIdentity(gsvfsd.PrivateDir(root))
 			if err != nil {
 				return err
 			}
@@ -109,7 +111,7 @@ peer id, and once used belongs to that peer.`,
 // that address is loopback, which no other machine or network namespace
 // can dial.
 func gatewayAddr(root string, warn io.Writer) (string, error) {
-	b, err := os.ReadFile(filepath.Join(privateDir(root), "listen"))
+	b, err := os.ReadFile(filepath.Join(gsvfsd.PrivateDir(root), "listen"))
 	if err != nil {
 		return "", errors.New("no gateway listens on this state directory (gsvfs serve --listen tls:HOST:PORT); pass --addr")
 	}
@@ -197,7 +199,7 @@ type deviceInfo struct {
 // readDevices reads every descriptor of /sys/devices from the daemon of
 // root.
 func readDevices(root string) ([]deviceInfo, error) {
-	c, tree, err := dialTree(defaultSocket(root))
+	c, tree, err := client.DialTree(gsvfsd.Socket(root))
 	if err != nil {
 		return nil, fmt.Errorf("no daemon serves %s: %w", root, err)
 	}

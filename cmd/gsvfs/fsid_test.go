@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/hugelgupf/p9/p9"
+
+	gsvfsd "github.com/gsvfs/gsvfs/internal/daemon"
 )
 
 // statfs over 9P reports one filesystem id for the whole tree (f_fsid of a
@@ -51,7 +53,7 @@ func TestStatfsFsidStable(t *testing.T) {
 // root, /workspaces and /proc, and fails unless the three agree.
 func treeFsid(t *testing.T, root string) uint64 {
 	t.Helper()
-	nc, err := net.Dial("unix", filepath.Join(root, socketName))
+	nc, err := net.Dial("unix", gsvfsd.Socket(root).Addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +109,7 @@ func TestStatfsFsidKernel9P(t *testing.T) {
 		t.Helper()
 		d := launch(t, &daemon{Root: root}, "serve", "--root", root)
 		defer d.stop(t)
-		out, err := exec.Command(runner, "--socket", filepath.Join(root, socketName), "--opts", "uname=root",
+		out, err := exec.Command(runner, "--socket", gsvfsd.Socket(root).Addr, "--opts", "uname=root",
 			"--timeout", "300", script).CombinedOutput()
 		ids := strings.Fields(string(out))
 		if err != nil || len(ids) != 3 {

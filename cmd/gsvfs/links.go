@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/gsvfs/gsvfs/devices"
+	gsvfsd "github.com/gsvfs/gsvfs/internal/daemon" // not "daemon": the tests have a type of that name
 	"github.com/gsvfs/gsvfs/vfs/ninep"
 )
 
@@ -34,15 +35,15 @@ func splitTLS(listen []string) (tlsAddrs, plain []string) {
 // added with `gsvfs device add` dial there) and, with --join, keeps the
 // daemon joined to its gateway. Every link a gateway uses is served the
 // export: the tree less the refused paths and the daemon's local ones
-// (localPaths). It returns the listeners' addresses, and a channel that
-// yields why the joining ended if the gateway refused this device for
-// good (nil without --join).
-func startLinks(ctx context.Context, root string, f serveFlags, tlsAddrs []string, t *tree) ([]string, <-chan error, error) {
-	id := t.gateway.Identity()
-	export := ninep.NewServer(t.export, ninep.ServerOptions{Log: slog.Default(), Fsid: t.fsid})
+// (the tree's Export). It returns the listeners' addresses, and a
+// channel that yields why the joining ended if the gateway refused this
+// device for good (nil without --join).
+func startLinks(ctx context.Context, root string, f serveFlags, tlsAddrs []string, t *gsvfsd.Tree) ([]string, <-chan error, error) {
+	id := t.Gateway.Identity()
+	export := ninep.NewServer(t.Export, ninep.ServerOptions{Log: slog.Default(), Fsid: t.Fsid})
 	context.AfterFunc(ctx, func() { stopNinep(export) })
-	t.gateway.ServeGateways(export.ServeConn)
-	t.edges.add("9p links to gateways", export)
+	t.Gateway.ServeGateways(export.ServeConn)
+	t.AddEdge("9p links to gateways", export)
 	var where, advertise []string
 	for _, addr := range tlsAddrs {
 		lc := net.ListenConfig{}
@@ -51,9 +52,9 @@ func startLinks(ctx context.Context, root string, f serveFlags, tlsAddrs []strin
 			return nil, nil, fmt.Errorf("listen on tls:%s: %w", addr, err)
 		}
 		context.AfterFunc(ctx, func() { l.Close() })
-		go t.gateway.Serve(l)
+		go t.Gateway.Serve(l)
 		where = append(where, "tls:"+l.Addr().String())
-		t.caps.add("devices.gateway")
+		t.AddCapability("devices.gateway")
 		a, loopback := advertised(l.Addr().String(), routableIPs())
 		if loopback {
 			slog.Warn("only a loopback address is known for this listener: tokens made without --addr reach it from this machine alone; give gsvfs device token --addr HOST:PORT",
@@ -63,7 +64,7 @@ func startLinks(ctx context.Context, root string, f serveFlags, tlsAddrs []strin
 	}
 	if len(advertise) > 0 {
 		// `gsvfs device token` puts the first address in the tokens it makes.
-		if err := os.WriteFile(filepath.Join(privateDir(root), "listen"), []byte(strings.Join(advertise, "\n")+"\n"), 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(gsvfsd.PrivateDir(root), "listen"), []byte(strings.Join(advertise, "\n")+"\n"), 0o600); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -77,11 +78,11 @@ func startLinks(ctx context.Context, root string, f serveFlags, tlsAddrs []strin
 	if err != nil {
 		return nil, nil, fmt.Errorf("--join: %w", err)
 	}
-	t.caps.add("devices.joined")
+	t.AddCapability("devices.joined")
 	ended := make(chan error, 1)
 	go func() {
 		err := devices.Join(ctx, devices.JoinOptions{Token: tok, Device: f.device, Identity: id,
-			Facts: localFacts(!f.noSessions), Serve: export.ServeConn, Log: slog.Default()})
+			Facts: t.Facts(), Serve: export.ServeConn, Log: slog.Default()})
 		if err != nil {
 			ended <- exitError{fmt.Errorf("--join: the gateway at %s will not take device %s: %w", tok.Addr, f.device, err), exitRefused}
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	gsvfsd "github.com/gsvfs/gsvfs/internal/daemon" // not "daemon": the tests have a type of that name
 	"github.com/gsvfs/gsvfs/sysfs"
 	"github.com/gsvfs/gsvfs/vfs/fusefs"
 )
@@ -61,7 +62,7 @@ over its 9P socket; --server mounts the tree of any gsvfs 9P server.`,
 				return err
 			}
 			if f.root == "" {
-				f.root = defaultRoot()
+				f.root = gsvfsd.DefaultRoot()
 			}
 			if f.foreground || os.Getenv(readyFdEnv) != "" {
 				return serveMount(cmd.OutOrStdout(), f, args[0])
@@ -145,8 +146,8 @@ func serveMount(stdout io.Writer, f mountFlags, mountpoint string) (err error) {
 		stop := keepKernelBinds(m, src.table)
 		defer stop()
 	}
-	if src.edges != nil {
-		src.edges.addStats("fuse "+mountpoint, func() sysfs.Edge {
+	if src.addEdge != nil {
+		src.addEdge("fuse "+mountpoint, func() sysfs.Edge {
 			w := m.WatchStats()
 			return sysfs.Edge{Kernel: &sysfs.KernelDrops{Watching: w.Watching, Entries: w.Entries, Inodes: w.Inodes, Lost: w.Lost, Pages: w.Pages}}
 		})
@@ -240,7 +241,7 @@ func readyReporter() func(error) {
 // session, output to the log in the state directory) and waits for it to
 // report that the mount is ready.
 func startDaemon(stdout io.Writer, f mountFlags, mountpoint string) error {
-	abs, err := prepareRoot(f.root)
+	abs, err := gsvfsd.PrepareRoot(f.root)
 	if err != nil {
 		return err
 	}

@@ -29,6 +29,3 @@ func umountCommand() *cobra.Command {
 		RunE:  func(*cobra.Command, []string) error { return errNoFUSE },
 	}
 }
-
-// gsvfsMounts lists the gsvfs FUSE mounts of this machine: none here.
-func gsvfsMounts() []string { return nil }

@@ -14,6 +14,8 @@ import (
 	"unicode"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gsvfs/gsvfs/internal/client"
 )
 
 func psCommand() *cobra.Command {
@@ -33,7 +35,7 @@ JSON array. See gsvfs-ps(1).`,
 			if err != nil {
 				return err
 			}
-			defer c.close()
+			defer c.Close()
 			list, err := listSessions(c)
 			if err != nil {
 				return err
@@ -51,16 +53,16 @@ JSON array. See gsvfs-ps(1).`,
 
 // listSessions reads the status of every session, in natural order of
 // their names. A session that goes away while they are read is left out.
-func listSessions(c procClient) ([]sessionStatus, error) {
-	names, err := c.sessions()
+func listSessions(c client.Proc) ([]client.SessionStatus, error) {
+	names, err := c.Sessions()
 	if err != nil {
 		return nil, err
 	}
 	slices.SortFunc(names, naturalCompare)
-	list := make([]sessionStatus, 0, len(names))
+	list := make([]client.SessionStatus, 0, len(names))
 	for _, id := range names {
-		st, err := readStatus(c, id)
-		if errors.Is(err, errNoSession) {
+		st, err := client.ReadStatus(c, id)
+		if errors.Is(err, client.ErrNoSession) {
 			continue
 		}
 		if err != nil {
@@ -72,10 +74,10 @@ func listSessions(c procClient) ([]sessionStatus, error) {
 }
 
 // writeSessionsJSON prints the status objects as the daemon sent them.
-func writeSessionsJSON(w io.Writer, list []sessionStatus) error {
+func writeSessionsJSON(w io.Writer, list []client.SessionStatus) error {
 	raw := make([]json.RawMessage, len(list))
 	for i, st := range list {
-		raw[i] = st.raw
+		raw[i] = st.Raw
 	}
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false) // commands are shown to people, not put into HTML
@@ -83,7 +85,7 @@ func writeSessionsJSON(w io.Writer, list []sessionStatus) error {
 }
 
 // writeSessionsTable prints one aligned line per session under a header.
-func writeSessionsTable(w io.Writer, list []sessionStatus, now time.Time) error {
+func writeSessionsTable(w io.Writer, list []client.SessionStatus, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATUS\tCOMMAND\tAGE\tOUTPUT")
 	for _, st := range list {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/gsvfs/gsvfs/internal/client"
 	"github.com/gsvfs/gsvfs/internal/relink"
 	"github.com/gsvfs/gsvfs/vfs"
 	"github.com/gsvfs/gsvfs/vfs/ninep"
@@ -47,7 +48,7 @@ var mountClient = ninep.ClientOptions{WriteBehind: ninep.DefaultWriteBehind}
 // follows it across reconnections, and how to end it.
 func redialTree(a ninep.Address) (vfs.Node, func(), error) {
 	r := &redialer{a: a, uid: -1}
-	c, root, err := dialTreeChecked(a, func(nc net.Conn) (err error) {
+	c, root, err := client.DialTreeChecked(a, func(nc net.Conn) (err error) {
 		r.uid, err = serverUid(nc)
 		return err
 	}, mountClient)
@@ -95,7 +96,7 @@ func (r *redialer) redial() *ninep.Client {
 		if r.ctx.Err() != nil {
 			return nil
 		}
-		c, root, err := dialTreeChecked(r.a, r.sameServer, mountClient)
+		c, root, err := client.DialTreeChecked(r.a, r.sameServer, mountClient)
 		if err == nil {
 			r.set(c, &relink.Link{Root: root})
 			slog.Info("the 9P server is back", "server", r.a.String())

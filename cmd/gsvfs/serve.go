@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gsvfs/gsvfs/devices"
+	gsvfsd "github.com/gsvfs/gsvfs/internal/daemon" // not "daemon": the tests have a type of that name
 	"github.com/gsvfs/gsvfs/sysfs"
 	"github.com/gsvfs/gsvfs/vfs/ninep"
 )
@@ -56,7 +57,7 @@ gets the server's rights (root's, for a server run as root), commands in
 				return err
 			}
 			if f.root == "" {
-				f.root = defaultRoot()
+				f.root = gsvfsd.DefaultRoot()
 			}
 			return runServe(cmd.OutOrStdout(), f)
 		},
@@ -80,7 +81,7 @@ gets the server's rights (root's, for a server run as root), commands in
 func runServe(stdout io.Writer, f serveFlags) error {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	root, err := prepareRoot(f.root)
+	root, err := gsvfsd.PrepareRoot(f.root)
 	if err != nil {
 		return err
 	}
@@ -101,25 +102,25 @@ func runServe(stdout io.Writer, f serveFlags) error {
 		return err
 	}
 	defer stopProfile()
-	refuse := append(slices.Clone(defaultRefused), f.refuse...)
-	tree, err := buildTree(root, treeOptions{self: f.device, sessions: f.sessions.config(), noSessions: f.noSessions,
-		binds: f.binds, refuse: refuse, explicit: f.sessions.explicit,
-		facts: []sysfs.ConfigKey{
-			fact("root", root), fact("listen", strings.Join(f.listen, " ")), fact("device", f.device),
+	refuse := append(slices.Clone(gsvfsd.DefaultRefused), f.refuse...)
+	tree, err := buildTree(root, gsvfsd.Options{Self: f.device, Sessions: f.sessions.config(), NoSessions: f.noSessions,
+		Binds: f.binds, Refuse: refuse, Explicit: f.sessions.explicit,
+		Facts: []sysfs.ConfigKey{
+			gsvfsd.Fact("root", root), gsvfsd.Fact("listen", strings.Join(f.listen, " ")), gsvfsd.Fact("device", f.device),
 			{Name: "join", Secret: true, Get: func() string { return f.join }},
-			fact("bind", strings.Join(f.binds, " ")), fact("refuse", strings.Join(refuse, " ")),
-			fact("insecure-tcp", strconv.FormatBool(f.insecureTCP)), fact("no-sessions", strconv.FormatBool(f.noSessions)),
+			gsvfsd.Fact("bind", strings.Join(f.binds, " ")), gsvfsd.Fact("refuse", strings.Join(refuse, " ")),
+			gsvfsd.Fact("insecure-tcp", strconv.FormatBool(f.insecureTCP)), gsvfsd.Fact("no-sessions", strconv.FormatBool(f.noSessions)),
 		}})
 	if err != nil {
 		return err
 	}
-	defer tree.close()
+	defer closeTree(tree)
 	becomeDaemon()
 	srv, where, err := startNinep(tree, addrs)
 	if err != nil {
 		return err
 	}
-	tree.edges.add("9p "+strings.Join(where, ","), srv)
+	tree.AddEdge("9p "+strings.Join(where, ","), srv)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	linked, joinEnded, err := startLinks(ctx, root, f, tlsAddrs, tree)
@@ -144,7 +145,7 @@ func runServe(stdout io.Writer, f serveFlags) error {
 // listenAddrs parses --listen, defaulting to the state directory's socket.
 func listenAddrs(root string, listen []string, insecureTCP bool) ([]ninep.Address, error) {
 	if len(listen) == 0 {
-		return []ninep.Address{defaultSocket(root)}, nil
+		return []ninep.Address{gsvfsd.Socket(root)}, nil
 	}
 	var addrs []ninep.Address
 	for _, s := range listen {
@@ -179,4 +180,20 @@ func stopNinep(srv *ninep.Server) error {
 		slog.Warn("requests still running at exit", "err", err)
 	}
 	return nil
+}
+
+// buildTree builds the tree of the state directory root with o and what
+// this process keeps for it: its version, its recent log (/sys/log) and
+// the log's level (/sys/config/log-level).
+func buildTree(root string, o gsvfsd.Options) (*gsvfsd.Tree, error) {
+	o.Version, o.Log, o.LogLevel = version, daemonLog.log, logLevel
+	return gsvfsd.Build(root, o)
+}
+
+// closeTree ends a tree this command built, saying in the log what its
+// goroutines ended with.
+func closeTree(t *gsvfsd.Tree) {
+	if err := t.Close(); err != nil {
+		slog.Warn("the tree ended with an error", "err", err)
+	}
 }

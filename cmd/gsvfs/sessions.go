@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	gsvfsd "github.com/gsvfs/gsvfs/internal/daemon" // not "daemon": the tests have a type of that name
 	"github.com/gsvfs/gsvfs/shelld"
 )
 
@@ -64,7 +65,7 @@ func (s *sessionFlags) check(cmd *cobra.Command) error {
 	if s.umask == "" {
 		s.umask = fmt.Sprintf("%04o", currentUmask())
 	}
-	if _, err := parseUmask(s.umask); err != nil {
+	if _, err := gsvfsd.ParseUmask(s.umask); err != nil {
 		return err
 	}
 	return nil
@@ -78,18 +79,10 @@ func currentUmask() int {
 	return u
 }
 
-func parseUmask(s string) (int, error) {
-	u, err := strconv.ParseUint(s, 8, 32)
-	if err != nil || u > 0o777 {
-		return 0, fmt.Errorf("--session-umask %q: want an octal mask from 0 to 0777, such as 022", s)
-	}
-	return int(u), nil
-}
-
 func (s sessionFlags) config() shelld.Config {
 	c := shelld.Config{Shell: s.shell, OutputCap: s.outputCap, ExecTimeout: s.execTimeout,
 		Retention: s.retention, MaxLive: s.maxLive}
-	if u, err := parseUmask(s.umask); err == nil { // check has settled it
+	if u, err := gsvfsd.ParseUmask(s.umask); err == nil { // check has settled it
 		c.Umask = &u
 	}
 	return c

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	gsvfsd "github.com/gsvfs/gsvfs/internal/daemon" // not "daemon": the tests have a type of that name
 	"github.com/gsvfs/gsvfs/mounts"
 	"github.com/gsvfs/gsvfs/sysfs"
 	"github.com/gsvfs/gsvfs/vfs"
@@ -18,8 +19,9 @@ type source struct {
 	tree  vfs.Node
 	name  string // what the mount serves, for messages
 	close func()
-	// edges lists a local tree's edges in its /sys/stats; nil if remote.
-	edges *edgeList
+	// addEdge lists an edge of a local tree in its /sys/stats; nil if
+	// remote.
+	addEdge func(name string, stats func() sysfs.Edge)
 	// table is a local tree's mount table; nil if remote.
 	table *mounts.Table
 	// mounted records where the tree is mounted, for its sessions, and
@@ -40,11 +42,11 @@ func openSource(f mountFlags) (*source, error) {
 		}
 		return remoteSource(a)
 	}
-	root, err := prepareRoot(f.root)
+	root, err := gsvfsd.PrepareRoot(f.root)
 	if err != nil {
 		return nil, err
 	}
-	sock := defaultSocket(root)
+	sock := gsvfsd.Socket(root)
 	if serverAnswers(sock) {
 		if f.kernelBinds {
 			return nil, fmt.Errorf("--kernel-binds: a daemon already serves %s (socket %s); the mount that serves the state directory lays the binds, so unmount the others first or mount without it", root, sock.Addr)
@@ -52,27 +54,27 @@ func openSource(f mountFlags) (*source, error) {
 		slog.Info("a daemon already serves the state directory; attaching to it", "socket", sock.Addr)
 		return remoteSource(sock)
 	}
-	tree, err := buildTree(root, treeOptions{self: defaultDevice, sessions: f.sessions.config(), refuse: defaultRefused,
-		explicit: f.sessions.explicit, facts: []sysfs.ConfigKey{
-			fact("root", root), fact("device", defaultDevice),
-			fact("passthrough", strconv.FormatBool(!f.noPassthrough)),
-			fact("watch", strconv.FormatBool(!f.noWatch)),
-			fact("kernel-binds", strconv.FormatBool(f.kernelBinds)),
-			fact("max-open-per-user", strconv.FormatInt(f.maxOpenUser, 10)),
+	tree, err := buildTree(root, gsvfsd.Options{Self: defaultDevice, Sessions: f.sessions.config(), Refuse: gsvfsd.DefaultRefused,
+		Explicit: f.sessions.explicit, Facts: []sysfs.ConfigKey{
+			gsvfsd.Fact("root", root), gsvfsd.Fact("device", defaultDevice),
+			gsvfsd.Fact("passthrough", strconv.FormatBool(!f.noPassthrough)),
+			gsvfsd.Fact("watch", strconv.FormatBool(!f.noWatch)),
+			gsvfsd.Fact("kernel-binds", strconv.FormatBool(f.kernelBinds)),
+			gsvfsd.Fact("max-open-per-user", strconv.FormatInt(f.maxOpenUser, 10)),
 		}})
 	if err != nil {
 		return nil, err
 	}
-	src := &source{tree: tree.root, name: root, close: tree.close, edges: tree.edges, table: tree.table,
-		mounted: func(dir string) { tree.mounted.Store(&dir) }, endSessions: tree.endSessions}
+	src := &source{tree: tree.Root, name: root, close: func() { closeTree(tree) }, addEdge: tree.AddEdgeStats,
+		table: tree.Table, mounted: tree.MountedAt, endSessions: tree.EndSessions}
 	srv, where, err := startNinep(tree, []ninep.Address{sock})
 	if err != nil {
 		// The mount works without it; only attaching more mounts does not.
 		slog.Warn("not serving 9P; other mounts cannot attach to this daemon", "err", err)
 		return src, nil
 	}
-	tree.edges.add("9p "+strings.Join(where, ","), srv)
-	src.close = func() { stopNinep(srv); tree.close() }
+	tree.AddEdge("9p "+strings.Join(where, ","), srv)
+	src.close = func() { stopNinep(srv); closeTree(tree) }
 	return src, nil
 }
 

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -41,7 +41,7 @@ func sessionNamespace(t *mounts.Table, root string, mounted *atomic.Pointer[stri
 			mk := path.Dir(p) == "/" || strings.HasPrefix(above+"/", filepath.Clean(root)+"/")
 			ns.Binds = append(ns.Binds, shelld.Bind{Path: p, Dir: dir, Make: mk})
 		}
-		for _, at := range gsvfsMounts() {
+		for _, at := range FUSEMounts() {
 			if at != ns.Tree {
 				ns.Detach = append(ns.Detach, at)
 			}

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"bufio"
@@ -24,8 +24,9 @@ import (
 
 func confPath(root string) string { return filepath.Join(root, "etc", "gsvfs.conf") }
 
-// fact is a read-only key of /sys/config.
-func fact(name, value string) sysfs.ConfigKey {
+// Fact is a read-only key of /sys/config: a setting the daemon was
+// started with.
+func Fact(name, value string) sysfs.ConfigKey {
 	return sysfs.ConfigKey{Name: name, Get: func() string { return value }}
 }
 
@@ -37,28 +38,14 @@ type setting struct {
 }
 
 // writableSettings are the keys /sys/config may change: the sessions'
-// (for sessions made from then on) and the log level.
-func writableSettings(mgr *shelld.Manager) []setting {
+// (for sessions made from then on) and the log's level.
+func writableSettings(mgr *shelld.Manager, logLevel *slog.LevelVar) []setting {
 	conf := func(change func(*shelld.Config)) { mgr.Configure(change) }
-	positive := func(name string, apply func(int)) func(string) error {
-		return func(v string) error {
-			n, err := strconv.Atoi(v)
-			if err != nil || n <= 0 {
-				return fmt.Errorf("%s: want a positive whole number, not %q", name, v)
-			}
-			apply(n)
-			return nil
-		}
+	count := func(name string, apply func(int)) func(string) error {
+		return positive(name, "a positive whole number", strconv.Atoi, apply)
 	}
 	duration := func(name string, apply func(time.Duration)) func(string) error {
-		return func(v string) error {
-			d, err := time.ParseDuration(v)
-			if err != nil || d <= 0 {
-				return fmt.Errorf("%s: want a positive duration such as 30m, not %q", name, v)
-			}
-			apply(d)
-			return nil
-		}
+		return positive(name, "a positive duration such as 30m", time.ParseDuration, apply)
 	}
 	cfg := mgr.Config
 	return []setting{
@@ -70,20 +57,20 @@ func writableSettings(mgr *shelld.Manager) []setting {
 			return nil
 		}},
 		{"session-output", func() string { return strconv.Itoa(cfg().OutputCap) },
-			positive("session-output", func(n int) { conf(func(c *shelld.Config) { c.OutputCap = n }) })},
+			count("session-output", func(n int) { conf(func(c *shelld.Config) { c.OutputCap = n }) })},
 		{"exec-timeout", func() string { return cfg().ExecTimeout.String() },
 			duration("exec-timeout", func(d time.Duration) { conf(func(c *shelld.Config) { c.ExecTimeout = d }) })},
 		{"session-retention", func() string { return cfg().Retention.String() },
 			duration("session-retention", func(d time.Duration) { conf(func(c *shelld.Config) { c.Retention = d }) })},
 		{"max-sessions", func() string { return strconv.Itoa(cfg().MaxLive) },
-			positive("max-sessions", func(n int) { conf(func(c *shelld.Config) { c.MaxLive = n }) })},
+			count("max-sessions", func(n int) { conf(func(c *shelld.Config) { c.MaxLive = n }) })},
 		{"session-umask", func() string {
 			if u := cfg().Umask; u != nil {
 				return fmt.Sprintf("%04o", *u)
 			}
 			return ""
 		}, func(v string) error {
-			u, err := parseUmask(v)
+			u, err := ParseUmask(v)
 			if err != nil {
 				return err
 			}
@@ -98,6 +85,19 @@ func writableSettings(mgr *shelld.Manager) []setting {
 			logLevel.Set(l)
 			return nil
 		}},
+	}
+}
+
+// positive is the setter of a key whose value parse reads and that must
+// be above zero; want says what it takes, when refused.
+func positive[T int | time.Duration](name, want string, parse func(string) (T, error), apply func(T)) func(string) error {
+	return func(v string) error {
+		x, err := parse(v)
+		if err != nil || x <= 0 {
+			return fmt.Errorf("%s: want %s, not %q", name, want, v)
+		}
+		apply(x)
+		return nil
 	}
 }
 
@@ -193,4 +193,14 @@ func (c *confFile) put(key, value string) error {
 		return err
 	}
 	return os.Rename(tmp, c.path)
+}
+
+// ParseUmask reads a session umask given in octal (--session-umask,
+// /sys/config/session-umask).
+func ParseUmask(s string) (int, error) {
+	u, err := strconv.ParseUint(s, 8, 32)
+	if err != nil || u > 0o777 {
+		return 0, fmt.Errorf("--session-umask %q: want an octal mask from 0 to 0777, such as 022", s)
+	}
+	return int(u), nil
 }

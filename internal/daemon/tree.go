@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/gsvfs/gsvfs/crond"
 	"github.com/gsvfs/gsvfs/devfs"
@@ -42,8 +44,9 @@ var treeModes = map[string]os.FileMode{
 	"etc":        0o755,
 }
 
-// defaultRoot is the state directory used without --root.
-func defaultRoot() string {
+// DefaultRoot is the state directory used without --root: root's in
+// /var/lib, another user's in its data directory.
+func DefaultRoot() string {
 	if os.Geteuid() == 0 {
 		return "/var/lib/gsvfs"
 	}
@@ -57,9 +60,10 @@ func defaultRoot() string {
 	return filepath.Join(home, ".local", "share", "gsvfs")
 }
 
-// prepareRoot makes the state directory and its trees, and checks that it
-// can be written, so a bad --root fails before anything is mounted.
-func prepareRoot(root string) (string, error) {
+// PrepareRoot makes the state directory root and its trees, and checks
+// that it can be written, so a bad --root fails before anything is
+// mounted. It returns the directory's absolute path.
+func PrepareRoot(root string) (string, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return "", err
@@ -94,59 +98,112 @@ func makeTree(dir string, mode os.FileMode) error {
 	return os.Chmod(dir, mode) // exact, whatever the umask
 }
 
-// treeOptions are what a daemon's namespace is made of beyond the state
+// Options are what a daemon's namespace is made of beyond the state
 // directory.
-type treeOptions struct {
-	self     string // this machine's device id
-	sessions shelld.Config
-	// noSessions serves no /proc and runs no crontab: the daemon's
+type Options struct {
+	// Self is this machine's device id.
+	Self string
+	// Sessions configures the shell sessions of /proc.
+	Sessions shelld.Config
+	// NoSessions serves no /proc and runs no crontab: the daemon's
 	// tree is files only, to a gateway as to anyone.
-	noSessions bool
-	binds      []string // HOSTDIR:PATH, host directories served at PATH
-	refuse     []string // patterns a device's link does not export
-	// facts are the read-only settings /sys/config shows, and explicit
+	NoSessions bool
+	// Binds are HOSTDIR:PATH, host directories served at PATH.
+	Binds []string
+	// Refuse are the patterns a device's link does not export.
+	Refuse []string
+	// Facts are the read-only settings /sys/config shows, and Explicit
 	// the flags given on the command line (they win over the conf file).
-	facts    []sysfs.ConfigKey
-	explicit map[string]bool
+	Facts    []sysfs.ConfigKey
+	Explicit map[string]bool
+	// Version is the daemon's, shown in /sys and told to gateways.
+	Version string
+	// Log is the daemon's recent log, /sys/log; nil serves none.
+	Log vfs.Stream
+	// LogLevel is the level the daemon's log keeps, which
+	// /sys/config/log-level changes; nil makes one nobody reads.
+	LogLevel *slog.LevelVar
 }
 
-// tree is the namespace a daemon serves, and how to end it.
-type tree struct {
-	root vfs.Node
-	// table is the mount table behind root.
-	table *mounts.Table
-	// export is what the daemon serves to a gateway it joins: root less
+// Tree is the namespace a daemon serves, and how to end it.
+type Tree struct {
+	// Root is the whole tree, as the daemon's own users see it.
+	Root vfs.Node
+	// Table is the mount table behind Root.
+	Table *mounts.Table
+	// Export is what the daemon serves to a gateway it joins: Root less
 	// the refused paths and the local ones (localPaths).
-	export vfs.Node
-	// gateway shows the devices in /sys/devices and /mnt.
-	gateway *devices.Gateway
+	Export vfs.Node
+	// Gateway shows the devices in /sys/devices and /mnt.
+	Gateway *devices.Gateway
+	// Fsid is the tree's filesystem id (statfs f_fsid over 9P).
+	Fsid uint64
+
 	// caps is what /sys/capabilities says the daemon serves.
 	caps *capabilities
-	// edges are the 9P servers of the tree, counted in /sys/stats.
+	// edges are the servers of the tree, counted in /sys/stats.
 	edges *edgeList
-	// close ends the sessions of /proc, killing their processes.
-	close func()
-	// fsid is the tree's filesystem id (statfs f_fsid over 9P).
-	fsid uint64
+	// facts are what the daemon tells gateways of itself.
+	facts devices.Facts
 	// mounted is where this daemon mounts the tree on this machine (nil:
 	// nowhere), which sessions are told ($GSVFS_TREE).
-	mounted *atomic.Pointer[string]
-	// endSessions ends the sessions, whose mount namespaces hold the
-	// tree's FUSE mount: before an unmount, which waits for them.
-	endSessions func()
+	mounted atomic.Pointer[string]
+	// sessions are the shell sessions of /proc.
+	sessions *shelld.Manager
+	// stop cancels the context of the tree's goroutines, which jobs
+	// runs.
+	stop context.CancelFunc
+	jobs *errgroup.Group
 }
 
 // reapEvery is how often finished sessions past their retention time are
 // forgotten when nobody lists /proc.
 const reapEvery = 30 * time.Second
 
-// buildTree composes the namespace served from the state directory root.
-func buildTree(root string, o treeOptions) (*tree, error) {
+// Build composes the namespace served from the state directory root (made
+// by PrepareRoot) and starts its goroutines; Close ends them.
+func Build(root string, o Options) (*Tree, error) {
+	if o.LogLevel == nil {
+		o.LogLevel = new(slog.LevelVar)
+	}
 	hide, err := hideState(root)
 	if err != nil {
 		return nil, err
 	}
 	hostDir := hostTrees(hide)
+	t, err := mountFiles(root, hide, o.Binds, hostDir)
+	if err != nil {
+		return nil, err
+	}
+	// The export is the device's own tree: never the other devices it
+	// reaches (a shell on each), nor the gateway owner's state and
+	// settings, whatever the binds and refusals say.
+	t.Local(localPaths...)
+	export, err := t.Refusing(exportRefused(o))
+	if err != nil {
+		return nil, err
+	}
+	tr := &Tree{Table: t, Export: export, Fsid: stateFsid(root), caps: newCapabilities("fs.read", "fs.write"),
+		edges: &edgeList{}, facts: localFacts(!o.NoSessions, o.Version)}
+	if !o.NoSessions {
+		tr.caps.add("shell.exec")
+	}
+	o.Sessions.Namespace = sessionNamespace(t, root, &tr.mounted)
+	tr.sessions = shelld.NewManager(o.Sessions)
+	proc, cron, err := tr.mountServices(root, o)
+	if err != nil {
+		tr.sessions.Close()
+		return nil, err
+	}
+	tr.start(root, proc, cron, hostDir, !o.NoSessions)
+	tr.Root = t.Root()
+	return tr, nil
+}
+
+// mountFiles makes the mount table with the files of the tree: the disk
+// trees of the state directory root, the manual, /mnt for the devices,
+// and the host directories of binds.
+func mountFiles(root string, hide *diskfs.Hidden, binds []string, hostDir hostDirFunc) (*mounts.Table, error) {
 	t := mounts.New()
 	for _, name := range diskTrees {
 		d, err := diskfs.NewHiding(filepath.Join(root, name), hide)
@@ -168,66 +225,100 @@ func buildTree(root string, o treeOptions) (*tree, error) {
 	if err := t.MountAs("/mnt", vfs.NewStaticDir(nil), "devices' trees"); err != nil {
 		return nil, err
 	}
-	if err := bindHostDirs(t, o.binds, hostDir); err != nil {
+	if err := bindHostDirs(t, binds, hostDir); err != nil {
 		return nil, err
 	}
-	// The export is the device's own tree: never the other devices it
-	// reaches (a shell on each), nor the gateway owner's state and
-	// settings, whatever the binds and refusals say.
-	t.Local(localPaths...)
-	export, err := t.Refusing(exportRefused(o))
-	if err != nil {
-		return nil, err
-	}
+	return t, nil
+}
+
+// mountServices mounts the daemon's synthetic trees (/dev, /sys, /proc)
+// and the devices' gateway, and makes the crontab's runner, which start
+// starts.
+func (tr *Tree) mountServices(root string, o Options) (*procfs.FS, *crond.Daemon, error) {
+	t := tr.Table
 	dev := devfs.New(devfs.Options{Log: slog.Default()})
 	if err := t.MountAs("/dev", dev.Root(), "dev"); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	caps := newCapabilities("fs.read", "fs.write")
-	if !o.noSessions {
-		caps.add("shell.exec")
-	}
-	mounted := &atomic.Pointer[string]{}
-	o.sessions.Namespace = sessionNamespace(t, root, mounted)
-	mgr := shelld.NewManager(o.sessions)
 	cron := crond.New(crond.Options{File: filepath.Join(root, "etc", "crontab"),
-		Runner: sessionRunner{mgr}, Log: slog.Default()})
-	edges := &edgeList{}
-	settings := writableSettings(mgr)
-	applyConf(root, settings, o.explicit)
-	var gw *devices.Gateway // made below; /sys/stats asks it only when read
-	if err := t.MountAs("/sys", sysfs.New(sysfs.Options{Version: version, Started: time.Now(),
-		Capabilities: caps.list, Table: t, Log: daemonLog.log, Cron: cron,
-		Config:   configKeys(root, o.facts, settings),
-		Sessions: mgr.Counts, Edges: edges.list,
+		Runner: sessionRunner{tr.sessions}, Log: slog.Default()})
+	settings := writableSettings(tr.sessions, o.LogLevel)
+	applyConf(root, settings, o.Explicit)
+	// The gateway is made below; /sys/stats asks it only when read.
+	if err := t.MountAs("/sys", sysfs.New(sysfs.Options{Version: o.Version, Started: time.Now(),
+		Capabilities: tr.caps.list, Table: t, Log: o.Log, Cron: cron,
+		Config:   configKeys(root, o.Facts, settings),
+		Sessions: tr.sessions.Counts, Edges: tr.edges.list,
 		DevLog:  func() sysfs.LogCounts { return sysfs.LogCounts(dev.LogStats()) },
-		Devices: func() (int, int) { return gw.Counts() }, Links: func() []sysfs.Link { return linkCounts(gw) }}), "sys"); err != nil {
-		return nil, err
+		Devices: func() (int, int) { return tr.Gateway.Counts() }, Links: func() []sysfs.Link { return linkCounts(tr.Gateway) }}), "sys"); err != nil {
+		return nil, nil, err
 	}
-	proc := procfs.New(mgr, procfs.Options{Resolve: resolver(t)})
-	if !o.noSessions {
+	proc := procfs.New(tr.sessions, procfs.Options{Resolve: resolver(t)})
+	if !o.NoSessions {
 		if err := t.MountAs("/proc", proc.Root(), "proc"); err != nil {
-			mgr.Close()
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	gw, err = newGateway(root, o.self, t, !o.noSessions)
+	gw, err := newGateway(root, o.Self, t, tr.facts)
 	if err != nil {
-		mgr.Close()
-		return nil, err
+		return nil, nil, err
 	}
+	tr.Gateway = gw
+	return proc, cron, nil
+}
+
+// start runs the tree's goroutines on one context, which Close cancels:
+// the gateway's watch of its devices, the namespace file's watcher, the
+// reaper of finished sessions and, with sessions, crond.
+func (tr *Tree) start(root string, proc *procfs.FS, cron *crond.Daemon, hostDir hostDirFunc, sessions bool) {
 	ctx, cancel := context.WithCancel(context.Background())
-	go gw.Watch(ctx)
-	if !o.noSessions {
+	tr.jobs, ctx = errgroup.WithContext(ctx)
+	tr.stop = cancel
+	tr.jobs.Go(func() error { tr.Gateway.Watch(ctx); return nil })
+	if sessions {
+		// Start reads the crontab before it returns, so every line
+		// written through the tree is read later; its loop runs in a
+		// goroutine of crond's own, which ends with ctx.
 		cron.Start(ctx)
 	}
-	t.GuardNamespace("/etc/namespace")
-	go watchNamespace(ctx, t, filepath.Join(root, "etc", "namespace"), hostDir)
-	stop := make(chan struct{})
-	go reapSessions(proc, stop)
-	return &tree{root: t.Root(), table: t, export: export, gateway: gw, caps: caps, edges: edges, close: sync.OnceFunc(func() { cancel(); gw.Close(); close(stop); mgr.Close() }),
-		fsid: stateFsid(root), mounted: mounted, endSessions: mgr.Close}, nil
+	tr.Table.GuardNamespace("/etc/namespace")
+	file := filepath.Join(root, "etc", "namespace")
+	tr.jobs.Go(func() error { watchNamespace(ctx, tr.Table, file, hostDir); return nil })
+	tr.jobs.Go(func() error { reapSessions(ctx, proc); return nil })
 }
+
+// Close ends the tree, once the edges that serve it have stopped: it
+// cancels the tree's goroutines and waits for them, ends the devices'
+// links, and ends the sessions of /proc, killing their processes. It is
+// called once.
+func (tr *Tree) Close() error {
+	tr.stop()
+	err := tr.jobs.Wait()
+	tr.Gateway.Close()
+	tr.sessions.Close()
+	return err
+}
+
+// EndSessions ends the sessions of /proc, whose mount namespaces hold the
+// tree's FUSE mount: before an unmount, which waits for them.
+func (tr *Tree) EndSessions() { tr.sessions.Close() }
+
+// MountedAt records that this daemon mounts the tree at dir on this
+// machine, which the sessions made from then on are told ($GSVFS_TREE).
+func (tr *Tree) MountedAt(dir string) { tr.mounted.Store(&dir) }
+
+// AddCapability lists name in /sys/capabilities, as a link opens.
+func (tr *Tree) AddCapability(name string) { tr.caps.add(name) }
+
+// AddEdge lists a 9P server of the tree in /sys/stats.
+func (tr *Tree) AddEdge(name string, srv *ninep.Server) { tr.edges.add(name, srv) }
+
+// AddEdgeStats lists in /sys/stats an edge whose counts stats reads.
+func (tr *Tree) AddEdgeStats(name string, stats func() sysfs.Edge) { tr.edges.addStats(name, stats) }
+
+// Facts are what this daemon reports of itself as a device, to a gateway
+// it joins.
+func (tr *Tree) Facts() devices.Facts { return tr.facts }
 
 // bindHostDirs serves each HOSTDIR:PATH of binds as a disk tree at PATH,
 // with the confinement of the state directory's own trees.
@@ -248,10 +339,10 @@ func bindHostDirs(t *mounts.Table, binds []string, hostDir hostDirFunc) error {
 	return nil
 }
 
-// defaultRefused are the paths a device never exports, whatever it
+// DefaultRefused are the paths a device never exports, whatever it
 // binds: keys and credentials kept under a home directory, and the key
 // files ssh-add loads wherever they lie. gsvfs-devices(7) lists them.
-var defaultRefused = []string{
+var DefaultRefused = []string{
 	"**/.ssh/**", "**/.gnupg/**", "**/.aws/**", "**/.kube/**", "**/.config/gh/**",
 	"**/.netrc", "**/.git-credentials", "**/.docker/config.json",
 	"**/.pgpass", "**/.npmrc", "**/.pypirc",
@@ -271,17 +362,28 @@ var localPaths = []string{"/mnt", "/sys/devices", "/sys/config"}
 var sessionFiles = []string{"etc/crontab", "etc/namespace"}
 
 // exportRefused is what the export to a gateway leaves out.
-func exportRefused(o treeOptions) []string {
-	if !o.noSessions {
-		return o.refuse
+func exportRefused(o Options) []string {
+	if !o.NoSessions {
+		return o.Refuse
 	}
-	return append(slices.Clone(o.refuse), sessionFiles...)
+	return append(slices.Clone(o.Refuse), sessionFiles...)
 }
 
-// privateDir holds what no tree exports: the daemon's key, the tokens it
-// issued, the devices' pinned keys. It sits beside the disk trees in the
-// state directory, never inside one.
-func privateDir(root string) string { return filepath.Join(root, "private") }
+// PrivateDir holds what no tree exports: the daemon's key, the tokens it
+// issued, the devices' pinned keys, the addresses its TLS listeners
+// advertise. It sits beside the disk trees in the state directory root,
+// never inside one.
+func PrivateDir(root string) string { return filepath.Join(root, "private") }
+
+// socketName is the daemon's 9P socket inside the state directory: a
+// second `gsvfs mount` of the same state directory attaches there.
+const socketName = "gsvfs.sock"
+
+// Socket is where the daemon of the state directory root listens for 9P
+// unless told otherwise, and where clients find it.
+func Socket(root string) ninep.Address {
+	return ninep.Address{Network: "unix", Addr: filepath.Join(root, socketName)}
+}
 
 // hideState makes the state directory root and its private part hidden
 // in every tree the daemon serves, by their identity on disk rather than
@@ -289,14 +391,14 @@ func privateDir(root string) string { return filepath.Join(root, "private") }
 // ~/.local/share/gsvfs), a second bind or a symlink never shows them,
 // and no tree may be served from inside the private part.
 func hideState(root string) (*diskfs.Hidden, error) {
-	if err := os.MkdirAll(privateDir(root), 0o700); err != nil {
+	if err := os.MkdirAll(PrivateDir(root), 0o700); err != nil {
 		return nil, err
 	}
 	hide := &diskfs.Hidden{}
 	if err := hide.Add(root, false); err != nil {
 		return nil, err
 	}
-	if err := hide.Add(privateDir(root), true); err != nil {
+	if err := hide.Add(PrivateDir(root), true); err != nil {
 		return nil, err
 	}
 	return hide, nil
@@ -304,23 +406,23 @@ func hideState(root string) (*diskfs.Hidden, error) {
 
 // newGateway makes the device table of the daemon on root, which puts
 // each known device's tree at /mnt/ID of t and lists them all in
-// /sys/devices.
-func newGateway(root, self string, t *mounts.Table, sessions bool) (*devices.Gateway, error) {
-	store, err := devices.OpenStore(privateDir(root))
+// /sys/devices; facts are what the daemon tells of itself.
+func newGateway(root, self string, t *mounts.Table, facts devices.Facts) (*devices.Gateway, error) {
+	store, err := devices.OpenStore(PrivateDir(root))
 	if err != nil {
 		return nil, err
 	}
 	// The key first: the gateway dials the devices added to it as soon
 	// as it watches the store.
-	id, err := devices.LoadIdentity(privateDir(root))
+	id, err := devices.LoadIdentity(PrivateDir(root))
 	if err != nil {
 		return nil, err
 	}
 	gw, err := devices.NewGateway(store, devices.GatewayOptions{
 		Self:     self,
-		Facts:    localFacts(sessions),
+		Facts:    facts,
 		Identity: id,
-		Mount:    func(id string, n vfs.Node) { t.MountAs("/mnt/"+id, n, "device "+id) },
+		Mount:    func(id string, n vfs.Node) { mountDevice(t, id, n) },
 		Unmount:  func(id string, _ vfs.Node) { t.Unmount("/mnt/" + id) },
 		Log:      slog.Default(),
 	})
@@ -333,9 +435,19 @@ func newGateway(root, self string, t *mounts.Table, sessions bool) (*devices.Gat
 	return gw, nil
 }
 
-// localFacts are what this daemon reports of itself as a device: shell
-// sessions only where it serves them.
-func localFacts(sessions bool) devices.Facts {
+// mountDevice puts a device's tree at /mnt/ID of t when the gateway
+// learns of it, in the gateway's goroutine: nobody waits for an error
+// there, so a refusal goes to the log.
+func mountDevice(t *mounts.Table, id string, n vfs.Node) {
+	at := "/mnt/" + id
+	if err := t.MountAs(at, n, "device "+id); err != nil {
+		slog.Warn("device's tree not mounted", "device", id, "path", at, "err", err)
+	}
+}
+
+// localFacts are what the daemon of version reports of itself as a
+// device: shell sessions only where it serves them.
+func localFacts(sessions bool, version string) devices.Facts {
 	impl := []string{"fs.*"}
 	if sessions {
 		impl = append(impl, "shell.exec")
@@ -343,14 +455,16 @@ func localFacts(sessions bool) devices.Facts {
 	return devices.Facts{Platform: runtime.GOOS, Arch: runtime.GOARCH, Version: version, Implements: impl}
 }
 
-func reapSessions(proc *procfs.FS, stop <-chan struct{}) {
+// reapSessions forgets the finished sessions of proc past their
+// retention time, every reapEvery until ctx ends.
+func reapSessions(ctx context.Context, proc *procfs.FS) {
 	tick := time.NewTicker(reapEvery)
 	defer tick.Stop()
 	for {
 		select {
 		case <-tick.C:
 			proc.Reap()
-		case <-stop:
+		case <-ctx.Done():
 			return
 		}
 	}

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/gsvfs/gsvfs/internal/client"
 	"github.com/gsvfs/gsvfs/internal/filestamp"
 	"github.com/gsvfs/gsvfs/mounts"
 	"github.com/gsvfs/gsvfs/vfs"
@@ -68,7 +69,7 @@ func dialServer(ctx context.Context, addr string) (vfs.Node, func(), error) {
 	if a.Network != "unix" {
 		return nil, nil, fmt.Errorf("%s: only unix: sockets; another machine joins as a device (gsvfs-devices(7))", addr)
 	}
-	c, root, err := dialTree(a)
+	c, root, err := client.DialTree(a)
 	if err != nil {
 		return nil, nil, err
 	}
