@@ -27,7 +27,7 @@ type idDir struct {
 // DevicesDir is /sys/devices.
 func (g *Gateway) DevicesDir() vfs.Node {
 	return &idDir{g: g, ino: vfs.NewIno(), kid: func(id string) vfs.Node {
-		return &descFile{g: g, id: id}
+		return newDescFile(g, id)
 	}}
 }
 
@@ -60,33 +60,24 @@ func (d *idDir) Open(_ context.Context, flags int) (vfs.Handle, error) {
 }
 
 // descFile is /sys/devices/ID: the device's descriptor, a JSON snapshot
-// taken at open.
+// taken at open. The gateway's owner may write it, to set the
+// description.
 type descFile struct {
 	vfs.Leaf
+	vfs.FileAttrs
 	g  *Gateway
 	id string
 }
 
-// Quick: a descriptor is made from memory and the store (vfs.Quick).
-func (f *descFile) Quick() bool { return true }
-
-// Attr: the gateway's owner may write the file, to set the description.
-func (f *descFile) Attr(context.Context) (vfs.Attr, error) {
-	now := time.Now()
-	return vfs.Attr{Ino: f.g.descIno(f.id), Mode: syscall.S_IFREG | 0o644, Nlink: 1,
-		Uid: uint32(os.Geteuid()), Gid: uint32(os.Getegid()),
-		Atime: now, Mtime: now, Ctime: now, Volatile: true}, nil
-}
-
-// SetAttr allows truncation alone, which `>` asks for before writing.
-func (f *descFile) SetAttr(ctx context.Context, s vfs.SetAttr) (vfs.Attr, error) {
-	if s.Valid&^(vfs.SetSize|vfs.SetAtime|vfs.SetMtime|vfs.SetAtimeNow|vfs.SetMtimeNow) != 0 {
-		return vfs.Attr{}, vfs.Error("setattr", f.id, syscall.EPERM)
-	}
-	return f.Attr(ctx)
+func newDescFile(g *Gateway, id string) *descFile {
+	return &descFile{g: g, id: id, FileAttrs: vfs.FileAttrs{Ino: g.descIno(id), Mode: syscall.S_IFREG | 0o644,
+		Uid: uint32(os.Geteuid()), Gid: uint32(os.Getegid()), Volatile: true}}
 }
 
 func (f *descFile) Open(_ context.Context, flags int) (vfs.Handle, error) {
+	if err := f.CheckOpen(flags); err != nil {
+		return nil, err
+	}
 	if flags&(os.O_WRONLY|os.O_RDWR) != 0 {
 		return &descWriter{f: f}, nil
 	}

@@ -236,8 +236,7 @@ func (d *sessionDir) resize(arg string, _ *batch) (func() error, error) {
 // build\n' > ctl` is two writes, and the exec must not run once the cwd
 // has failed.
 func (f *FS) ctl(d *sessionDir) *file {
-	return &file{meta: f.meta(syscall.S_IFREG | 0o200), input: true,
-		open: func(context.Context, int) (vfs.Handle, error) {
-			return &vfs.LineHandle{Run: d.control, Fail: d.s.Fail, Sticky: true}, nil
-		}}
+	return f.file(0o200, func(context.Context, int) (vfs.Handle, error) {
+		return &vfs.LineHandle{Run: d.control, Fail: d.s.Fail, Sticky: true}, nil
+	})
 }

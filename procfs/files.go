@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -12,79 +11,42 @@ import (
 	"github.com/gsvfs/gsvfs/vfs"
 )
 
-// file is a leaf: its attributes, and what an open of it gives.
+// file is a file of /proc: a vfs.FuncFile owned by the daemon's user
+// whose opens, in a session's directory, hold the session (hold.go).
 type file struct {
-	vfs.Leaf
-	meta
-	// open makes the handle; flags are checked against mode first.
-	open func(ctx context.Context, flags int) (vfs.Handle, error)
-	// size reports a truthful size and modification time; nil for files
-	// generated at open, which report 0 as Linux's procfs does.
-	size func() (int64, time.Time)
-	// inputs (stdin, ctl) accept truncation and ignore it, so that
-	// `echo x > ctl` and editors' O_TRUNC opens work.
-	input bool
-	// of is the session whose directory holds the file, which its opens
-	// hold (hold.go); nil elsewhere.
+	*vfs.FuncFile
+	// of is the session whose directory holds the file; nil elsewhere.
 	of *sessionDir
 }
 
-// Quick: a file's attributes are in memory; only its reads may wait.
-func (f *file) Quick() bool { return true }
-
-func (f *file) Attr(context.Context) (vfs.Attr, error) {
-	a := f.attr()
-	if f.size != nil {
-		a.Size, a.Mtime = f.size()
-		a.Blocks = (a.Size + 511) / 512
-	}
-	return a, nil
+// file returns a file of permission bits mode served by open. Inputs
+// (stdin, ctl) have a write bit, so they take the truncation of `echo x
+// > ctl` and editors' O_TRUNC opens (vfs.FileAttrs).
+func (f *FS) file(mode uint32, open func(ctx context.Context, flags int) (vfs.Handle, error)) *file {
+	return f.own(vfs.NewFuncFile(mode, open))
 }
 
-// SetAttr accepts what shells and editors do to an input before writing
-// it (truncate to 0, touch) and refuses every other change.
-func (f *file) SetAttr(ctx context.Context, s vfs.SetAttr) (vfs.Attr, error) {
-	allowed := vfs.SetAtime | vfs.SetMtime | vfs.SetAtimeNow | vfs.SetMtimeNow | vfs.SetClearSetID
-	if f.input && (s.Valid&vfs.SetSize == 0 || s.Size == 0) {
-		allowed |= vfs.SetSize
-	}
-	if s.Valid&^allowed != 0 {
-		return vfs.Attr{}, vfs.Error("setattr", "", syscall.EPERM)
-	}
-	return f.Attr(ctx)
+// own makes ff a file of /proc: the daemon's user's, made now.
+func (f *FS) own(ff *vfs.FuncFile) *file {
+	ff.Uid, ff.Gid, ff.Blksize, ff.Time = f.uid, f.gid, 4096, time.Now()
+	return &file{FuncFile: ff}
 }
 
 func (f *file) Open(ctx context.Context, flags int) (vfs.Handle, error) {
-	if err := checkAccess(f.mode, flags, f.input); err != nil {
-		return nil, err
-	}
-	h, err := f.open(ctx, flags)
+	h, err := f.FuncFile.Open(ctx, flags)
 	if err != nil || f.of == nil {
 		return h, err
 	}
 	return f.of.held(h, flags), nil
 }
 
-// checkAccess refuses an open the file's mode does not allow, whoever
-// asks: a write-only input cannot be read, an output cannot be written.
-func checkAccess(mode uint32, flags int, input bool) error {
-	acc := flags & (os.O_RDONLY | os.O_WRONLY | os.O_RDWR)
-	reads, writes := acc != os.O_WRONLY, acc != os.O_RDONLY
-	if (reads && mode&0o444 == 0) || (writes && mode&0o222 == 0) {
-		return vfs.Error("open", "", syscall.EACCES)
-	}
-	if flags&os.O_TRUNC != 0 && !input {
-		return vfs.Error("open", "", syscall.EACCES)
-	}
-	return nil
-}
+// input reports whether the file is one to write to (stdin, ctl), which
+// a temp file renamed over it writes to.
+func (f *file) input() bool { return f.Mode&0o222 != 0 }
 
-// snapshot is a file whose content is made at each open: one consistent
-// snapshot per open, never regenerated per read.
+// snapshot is a file whose content is made at each open (vfs.NewSnapshotFile).
 func (f *FS) snapshot(gen func() []byte) *file {
-	return &file{meta: f.meta(syscall.S_IFREG | 0o444), open: func(context.Context, int) (vfs.Handle, error) {
-		return vfs.BytesHandle(gen()), nil
-	}}
+	return f.own(vfs.NewSnapshotFile(func(context.Context) []byte { return gen() }))
 }
 
 // lazyHandle makes its snapshot at the first read, which may block (wait
@@ -120,10 +82,10 @@ func (h *lazyHandle) Close() error { return nil }
 // before its snapshot is made. Opened with O_NONBLOCK, it does not wait
 // (see blocks).
 func (f *FS) blocking(gen func(ctx context.Context, block bool) ([]byte, error)) *file {
-	return &file{meta: f.meta(syscall.S_IFREG | 0o444), open: func(_ context.Context, flags int) (vfs.Handle, error) {
+	return f.file(0o444, func(_ context.Context, flags int) (vfs.Handle, error) {
 		block := blocks(flags)
 		return &lazyHandle{gen: func(ctx context.Context) ([]byte, error) { return gen(ctx, block) }}, nil
-	}}
+	})
 }
 
 // blocks reports whether reads of an open with flags may wait: not with
@@ -150,8 +112,7 @@ func (h writeHandle) Close() error { return nil }
 
 // input is a write-only file (stdin, ctl).
 func (f *FS) input(write func(ctx context.Context, p []byte) (int, error)) *file {
-	return &file{meta: f.meta(syscall.S_IFREG | 0o200), input: true,
-		open: func(context.Context, int) (vfs.Handle, error) { return writeHandle{write}, nil }}
+	return f.file(0o200, func(context.Context, int) (vfs.Handle, error) { return writeHandle{write}, nil })
 }
 
 // jsonLine encodes v as one line of JSON, leaving <, > and & as they are

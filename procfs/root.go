@@ -23,7 +23,7 @@ func newRootDir(f *FS) *rootDir {
 	r := &rootDir{meta: f.meta(syscall.S_IFDIR | 0o755), fs: f}
 	// Only the daemon's user may make sessions: on a mount shared by
 	// root, any user could otherwise fill the cap with idle ones.
-	r.clone = &file{meta: f.meta(syscall.S_IFREG | 0o400), open: r.openClone}
+	r.clone = f.file(0o400, r.openClone)
 	r.status = f.snapshot(f.summary)
 	return r
 }
@@ -99,8 +99,8 @@ func (r *rootDir) Open(ctx context.Context, flags int) (vfs.Handle, error) {
 	}
 	r.fs.Reap()
 	entries := []vfs.DirEntry{
-		{Name: "clone", Ino: r.clone.ino, Type: syscall.S_IFREG, Next: 1},
-		{Name: "status", Ino: r.status.ino, Type: syscall.S_IFREG, Next: 2},
+		{Name: "clone", Ino: r.clone.Ino, Type: syscall.S_IFREG, Next: 1},
+		{Name: "status", Ino: r.status.Ino, Type: syscall.S_IFREG, Next: 2},
 	}
 	for _, name := range r.fs.mgr.Names() {
 		s, ok := r.fs.mgr.Get(name)

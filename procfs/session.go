@@ -47,13 +47,12 @@ func newSessionDir(f *FS, s *shelld.Session) *sessionDir {
 		"ctl":    f.ctl(d),
 		"stdout": f.output(log),
 		"stderr": f.output(s.Stderr()),
-		"stream": &file{meta: f.meta(syscall.S_IFREG | 0o444),
-			open: func(_ context.Context, flags int) (vfs.Handle, error) {
-				block := blocks(flags)
-				return &vfs.StreamReader{S: log.Marked(), Follow: func(ctx context.Context, off int64) (bool, error) {
-					return d.follow(ctx, off, block)
-				}}, nil
-			}},
+		"stream": f.file(0o444, func(_ context.Context, flags int) (vfs.Handle, error) {
+			block := blocks(flags)
+			return &vfs.StreamReader{S: log.Marked(), Follow: func(ctx context.Context, off int64) (bool, error) {
+				return d.follow(ctx, off, block)
+			}}, nil
+		}),
 		"status":  f.snapshot(func() []byte { return jsonLine(s.Status()) }),
 		"wait":    f.blocking(d.wait),
 		"tail":    f.snapshot(func() []byte { return tail(log) }),
@@ -76,12 +75,12 @@ func newSessionDir(f *FS, s *shelld.Session) *sessionDir {
 // output is stdout or stderr: the log as it is kept, its truncated head
 // said by a marker line (shelld.Marked), its size every byte written.
 func (f *FS) output(log *shelld.Log) *file {
-	return &file{meta: f.meta(syscall.S_IFREG | 0o444),
-		size: func() (int64, time.Time) {
-			_, end, mtime, _ := log.Stat()
-			return end, mtime
-		},
-		open: func(context.Context, int) (vfs.Handle, error) { return &vfs.StreamReader{S: log.Marked()}, nil }}
+	out := f.file(0o444, func(context.Context, int) (vfs.Handle, error) { return &vfs.StreamReader{S: log.Marked()}, nil })
+	out.Stat = func() (int64, time.Time) {
+		_, end, mtime, _ := log.Stat()
+		return end, mtime
+	}
+	return out
 }
 
 // yieldFor is how long a read of an open that blocks (or not) waits.
@@ -321,7 +320,7 @@ func (d *sessionDir) Rename(ctx context.Context, oldName string, newDir vfs.Node
 	}
 	if target, fixed := d.files[newName]; fixed {
 		in, ok := target.(*file)
-		if !ok || !in.input {
+		if !ok || !in.input() {
 			return vfs.Error("rename", newName, syscall.EPERM)
 		}
 		if err := d.deliver(ctx, t, newName); err != nil {

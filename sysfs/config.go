@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 
 	"github.com/gsvfs/gsvfs/vfs"
 )
@@ -19,7 +18,8 @@ type ConfigKey struct {
 	Secret bool // read as ********
 	Get    func() string
 	// Set applies a value written to the file and keeps it for the next
-	// start; nil makes the key read-only (EPERM). Its error is EINVAL.
+	// start; nil makes the key read-only (mode 0444: an open for writing
+	// fails with EACCES). Its error is EINVAL.
 	Set func(value string) error
 }
 
@@ -30,50 +30,40 @@ const masked = "********"
 func configDir(keys []ConfigKey, log *slog.Logger) vfs.Node {
 	files := map[string]vfs.Node{}
 	for _, k := range keys {
-		files[k.Name] = &configFile{key: k, ino: vfs.NewIno(), log: log}
+		files[k.Name] = newConfigFile(k, log)
 	}
 	return vfs.NewStaticDir(files)
 }
 
+// configFile is a key's file, the daemon's user's: mode 0644 if the key
+// can be set, else 0444.
 type configFile struct {
 	vfs.Leaf
+	vfs.FileAttrs
 	key ConfigKey
-	ino uint64
 	log *slog.Logger
 }
 
-func (f *configFile) Quick() bool { return true }
-
-func (f *configFile) Attr(context.Context) (vfs.Attr, error) {
+func newConfigFile(k ConfigKey, log *slog.Logger) *configFile {
 	mode := uint32(0o444)
-	if f.key.Set != nil {
+	if k.Set != nil {
 		mode = 0o644
 	}
-	now := time.Now()
-	return vfs.Attr{Ino: f.ino, Mode: syscall.S_IFREG | mode, Nlink: 1,
-		Uid: uint32(os.Geteuid()), Gid: uint32(os.Getegid()),
-		Atime: now, Mtime: now, Ctime: now, Volatile: true}, nil
-}
-
-// SetAttr allows the truncation of `>`, on a writable key.
-func (f *configFile) SetAttr(ctx context.Context, s vfs.SetAttr) (vfs.Attr, error) {
-	if f.key.Set == nil || s.Valid&^(vfs.SetSize|vfs.SetAtime|vfs.SetMtime|vfs.SetAtimeNow|vfs.SetMtimeNow) != 0 {
-		return vfs.Attr{}, vfs.Error("setattr", f.key.Name, syscall.EPERM)
-	}
-	return f.Attr(ctx)
+	return &configFile{key: k, log: log, FileAttrs: vfs.FileAttrs{Ino: vfs.NewIno(), Mode: syscall.S_IFREG | mode,
+		Uid: uint32(os.Geteuid()), Gid: uint32(os.Getegid()), Volatile: true}}
 }
 
 func (f *configFile) Open(_ context.Context, flags int) (vfs.Handle, error) {
+	if err := f.CheckOpen(flags); err != nil {
+		f.log.Warn("config: the key is read-only", "key", f.key.Name)
+		return nil, err
+	}
 	if flags&(os.O_WRONLY|os.O_RDWR) == 0 {
 		v := f.key.Get()
 		if f.key.Secret && v != "" {
 			v = masked
 		}
 		return vfs.BytesHandle(v + "\n"), nil
-	}
-	if f.key.Set == nil {
-		f.log.Warn("config: the key is read-only", "key", f.key.Name)
-		return nil, vfs.Error("open", f.key.Name, syscall.EPERM)
 	}
 	return &configWriter{f: f}, nil
 }

@@ -2,48 +2,31 @@ package vfs
 
 import (
 	"context"
-	"os"
 	"syscall"
 )
 
 // FuncFile is a file whose content is computed at each read and write: a
-// device-like endpoint such as /dev/null or /dev/zero. It is volatile (no
-// caching, direct I/O), its size is 0, truncation is accepted and
-// ignored, and each open gets the handle open returns.
+// device-like endpoint such as /dev/null or /dev/zero, or a snapshot. It
+// is volatile (no caching, direct I/O), its size is 0, and each open the
+// mode allows gets the handle open returns. Its attributes and refusals
+// are FileAttrs'; an embedder may change them (owner, Stat) before use.
 type FuncFile struct {
 	Leaf
-	ino  uint64
-	mode uint32
+	FileAttrs
 	open func(ctx context.Context, flags int) (Handle, error)
 }
 
 // NewFuncFile returns a file of permission bits mode whose opens are
 // served by open.
 func NewFuncFile(mode uint32, open func(ctx context.Context, flags int) (Handle, error)) *FuncFile {
-	return &FuncFile{ino: NewIno(), mode: mode, open: open}
+	return &FuncFile{open: open, FileAttrs: FileAttrs{Ino: NewIno(), Mode: syscall.S_IFREG | mode,
+		Time: bootTime, Volatile: true}}
 }
 
-// Quick reports that the file answers from memory (Quick).
-func (f *FuncFile) Quick() bool { return true }
-
-func (f *FuncFile) Attr(context.Context) (Attr, error) {
-	return Attr{Ino: f.ino, Mode: syscall.S_IFREG | f.mode, Nlink: 1,
-		Atime: bootTime, Mtime: bootTime, Ctime: bootTime, Volatile: true}, nil
-}
-
-// SetAttr accepts a truncation, which `>` asks for, and times, and
-// refuses the rest.
-func (f *FuncFile) SetAttr(ctx context.Context, s SetAttr) (Attr, error) {
-	if s.Valid&^(SetSize|SetAtime|SetMtime|SetAtimeNow|SetMtimeNow) != 0 {
-		return Attr{}, Error("setattr", "", syscall.EPERM)
-	}
-	return f.Attr(ctx)
-}
-
+// Open checks flags against the mode and calls the file's open.
 func (f *FuncFile) Open(ctx context.Context, flags int) (Handle, error) {
-	acc := flags & (os.O_WRONLY | os.O_RDWR)
-	if acc != os.O_WRONLY && f.mode&0o444 == 0 || acc != os.O_RDONLY && f.mode&0o222 == 0 {
-		return nil, Error("open", "", syscall.EACCES)
+	if err := f.CheckOpen(flags); err != nil {
+		return nil, err
 	}
 	return f.open(ctx, flags)
 }

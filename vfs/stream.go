@@ -3,7 +3,6 @@ package vfs
 import (
 	"context"
 	"io"
-	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -75,35 +74,29 @@ func (r *StreamReader) WriteAt(context.Context, []byte, int64) (int, error) {
 
 func (r *StreamReader) Close() error { return nil }
 
-// StreamFile is a read-only file over a Stream: its size is the stream's
-// end, so it grows like a log on disk, and `tail -n` and `tail -f` work
-// on it; reads past the kept head start at the head.
+// StreamFile is a read-only file (mode 0444) over a Stream: its size is
+// the stream's end, so it grows like a log on disk, and `tail -n` and
+// `tail -f` work on it; reads past the kept head start at the head.
 type StreamFile struct {
 	Leaf
-	s   Stream
-	ino uint64
+	FileAttrs
+	s Stream
 }
 
-// NewStreamFile returns a file (mode 0444) showing s.
-func NewStreamFile(s Stream) *StreamFile { return &StreamFile{s: s, ino: NewIno()} }
-
-// Quick reports that the stream is in memory (Quick).
-func (f *StreamFile) Quick() bool { return true }
-
-func (f *StreamFile) Attr(context.Context) (Attr, error) {
-	_, end, mtime, _ := f.s.Stat()
-	return Attr{Ino: f.ino, Mode: syscall.S_IFREG | 0o444, Nlink: 1, Size: end,
-		Atime: mtime, Mtime: mtime, Ctime: mtime, Volatile: true}, nil
+// NewStreamFile returns a file showing s.
+func NewStreamFile(s Stream) *StreamFile {
+	size := func() (int64, time.Time) {
+		_, end, mtime, _ := s.Stat()
+		return end, mtime
+	}
+	return &StreamFile{s: s, FileAttrs: FileAttrs{Ino: NewIno(), Mode: syscall.S_IFREG | 0o444,
+		Time: bootTime, Volatile: true, Stat: size}}
 }
 
-// SetAttr refuses: the stream is written by its owner alone.
-func (f *StreamFile) SetAttr(context.Context, SetAttr) (Attr, error) {
-	return Attr{}, Error("setattr", "", syscall.EROFS)
-}
-
+// Open returns a reader of the stream.
 func (f *StreamFile) Open(_ context.Context, flags int) (Handle, error) {
-	if flags&(os.O_WRONLY|os.O_RDWR|os.O_TRUNC) != 0 {
-		return nil, Error("open", "", syscall.EROFS)
+	if err := f.CheckOpen(flags); err != nil {
+		return nil, err
 	}
 	return &StreamReader{S: f.s}, nil
 }

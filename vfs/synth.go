@@ -93,8 +93,9 @@ func ReadDirAll(ctx context.Context, dir Node) ([]DirEntry, error) {
 // bootTime is the timestamp of built-in nodes: they were made at start.
 var bootTime = time.Now()
 
-// Leaf supplies the directory methods of a node that is not a directory,
-// each failing with ENOTDIR. Synthetic files embed it.
+// Leaf is the not-a-directory part of a synthetic node (see FileAttrs):
+// its directory methods each fail with ENOTDIR. Synthetic files and
+// symlinks embed it.
 type Leaf struct{}
 
 func (Leaf) Lookup(context.Context, string) (Node, error) {
@@ -117,8 +118,10 @@ func (Leaf) Rename(context.Context, string, Node, string) error {
 	return Error("rename", "", syscall.ENOTDIR)
 }
 
-// ReadOnly supplies the mutating methods of a node nobody may change, each
-// failing with EROFS. It leaves Lookup and Open to the embedder.
+// ReadOnly is the read-only part of a synthetic directory of a tree
+// nobody may change: its SetAttr and its changes of names each fail with
+// EROFS, what a read-only mount says. It leaves Lookup and Open to the
+// embedder. A file of such a tree sets FileAttrs.ReadOnlyTree instead.
 type ReadOnly struct{}
 
 func (ReadOnly) SetAttr(context.Context, SetAttr) (Attr, error) {
@@ -216,39 +219,28 @@ func (ListHandle) WriteAt(context.Context, []byte, int64) (int, error) {
 
 func (ListHandle) Close() error { return nil }
 
-// TextFile is a read-only file with constant content.
+// TextFile is a file of constant content in a tree nobody may change
+// (the manual pages): mode 0444, and every write and change fails with
+// EROFS (FileAttrs.ReadOnlyTree).
 type TextFile struct {
 	Leaf
-	ino  uint64
+	FileAttrs
 	data []byte
 }
 
-// NewTextFile returns a read-only file (mode 0444) holding data.
+// NewTextFile returns a read-only file holding data.
 func NewTextFile(data []byte) *TextFile {
-	return &TextFile{ino: NewIno(), data: data}
+	size := func() (int64, time.Time) { return int64(len(data)), bootTime }
+	return &TextFile{data: data, FileAttrs: FileAttrs{Ino: NewIno(), Mode: syscall.S_IFREG | 0o444,
+		Time: bootTime, Stat: size, ReadOnlyTree: true}}
 }
 
-// Attr reports a regular file of the content's size.
-// Quick reports that the file is in memory (Quick).
-func (f *TextFile) Quick() bool { return true }
-
-func (f *TextFile) Attr(context.Context) (Attr, error) {
-	return Attr{Ino: f.ino, Mode: syscall.S_IFREG | 0o444, Nlink: 1,
-		Size: int64(len(f.data)), Blocks: (int64(len(f.data)) + 511) / 512,
-		Atime: bootTime, Mtime: bootTime, Ctime: bootTime}, nil
-}
-
-// Open returns a reader of the content; writing is refused.
+// Open returns a reader of the content.
 func (f *TextFile) Open(_ context.Context, flags int) (Handle, error) {
-	if flags&(os.O_WRONLY|os.O_RDWR|os.O_TRUNC) != 0 {
-		return nil, Error("open", "", syscall.EROFS)
+	if err := f.CheckOpen(flags); err != nil {
+		return nil, err
 	}
 	return BytesHandle(f.data), nil
-}
-
-// SetAttr refuses: the content is constant.
-func (f *TextFile) SetAttr(context.Context, SetAttr) (Attr, error) {
-	return Attr{}, Error("setattr", "", syscall.EROFS)
 }
 
 // BytesHandle is a read-only handle over a byte slice: the snapshot a
