@@ -172,18 +172,15 @@ func (t *Table) applyLines(ctx context.Context, lines []bindLine, r Resolvers) e
 		keep++
 	}
 	o := newOpener(old[keep:], r)
-	err := t.settle(old[:keep], old[keep:])
 	made := slices.Clone(old[:keep])
-	for _, b := range lines[keep:] {
-		if err != nil {
+	err := t.settle(old[:keep], old[keep:])
+	for i := keep; err == nil && i < len(lines); i++ {
+		var a applied
+		if a, err = t.applyLine(ctx, lines[i], made, o); err != nil {
+			err = fmt.Errorf("line %d: %w", lines[i].n, err)
 			break
 		}
-		var a applied
-		if a, err = t.applyLine(ctx, b, made, o); err != nil {
-			err = fmt.Errorf("line %d: %w", b.n, err)
-		} else {
-			made = append(made, a)
-		}
+		made = append(made, a)
 	}
 	if err != nil {
 		err = errors.Join(err, t.settle(old, append(made[keep:], old[keep:]...)))
