@@ -50,9 +50,11 @@ type Options struct {
 type Daemon struct {
 	o Options
 
-	mu      sync.Mutex
-	life    context.Context // Start's, for the runs ctl starts
-	started bool            // the crontab was read at the daemon's start
+	mu sync.Mutex
+	// ctl takes the runs /sys/cron/ctl asks for to the daemon's
+	// goroutine (nil before Start).
+	ctl     *ctlServer
+	started bool // the crontab was read at the daemon's start
 	jobs    []*job
 	bad     []string        // lines refused, with why
 	ctlErr  string          // why the last write to /sys/cron/ctl was refused
@@ -142,16 +144,65 @@ func (d *Daemon) Run(ctx context.Context) {
 	d.loop(ctx)
 }
 
-// begin reads the crontab at the daemon's start, once.
+// begin reads the crontab at the daemon's start, once, and serves the
+// runs ctl asks for until ctx ends.
 func (d *Daemon) begin(ctx context.Context) {
+	s := &ctlServer{asks: make(chan ctlAsk), ended: make(chan struct{})}
+	go d.serveCtl(ctx, s)
 	d.mu.Lock()
 	first := !d.started
-	d.started, d.life = true, ctx
+	d.started, d.ctl = true, s
 	d.mu.Unlock()
 	if first {
 		d.reload(ctx, true)
 	}
 }
+
+// ctlServer is how a write to /sys/cron/ctl, which comes with no
+// context that outlives it, starts a run that ends with the daemon: it
+// asks the goroutine that holds the daemon's context (serveCtl), so the
+// Daemon keeps no context of its own.
+type ctlServer struct {
+	asks  chan ctlAsk
+	ended chan struct{} // closed once serveCtl returned
+}
+
+// ctlAsk is one run asked for, and where its start's error goes.
+type ctlAsk struct {
+	j     *job
+	reply chan error
+}
+
+// serveCtl starts the runs asked of s, with ctx, until ctx ends.
+func (d *Daemon) serveCtl(ctx context.Context, s *ctlServer) {
+	defer close(s.ended)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case a := <-s.asks:
+			if ctx.Err() != nil { // both were ready: the end wins
+				a.reply <- errStopped
+				return
+			}
+			a.reply <- d.start(ctx, a.j, "by ctl")
+		}
+	}
+}
+
+// ask has the run of j started by s's goroutine.
+func (s *ctlServer) ask(j *job) error {
+	a := ctlAsk{j: j, reply: make(chan error, 1)}
+	select {
+	case s.asks <- a:
+		return <-a.reply
+	case <-s.ended:
+		return errStopped
+	}
+}
+
+// errStopped is why ctl starts no run once the daemon has ended.
+var errStopped = fmt.Errorf("the daemon stopped running jobs: %w", syscall.ENOTSUP)
 
 func (d *Daemon) loop(ctx context.Context) {
 	for ctx.Err() == nil {

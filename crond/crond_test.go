@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -272,7 +273,7 @@ FOO=bar
 `), 0o644)
 	now := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
 	d := New(Options{File: tab, Runner: &fakeRunner{}, Clock: func() time.Time { return now }, Log: quiet()})
-	d.begin(context.Background())
+	d.begin(t.Context())
 	table := string(d.Table())
 	for _, want := range []string{
 		"CRON_TZ=Europe/Paris 0 9 * * *\tnext 2026-11-25T09:00:00+01:00\t",
@@ -314,7 +315,7 @@ func TestHistoryAndControl(t *testing.T) {
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	run := &gatedRunner{gate: make(chan struct{})}
 	d := New(Options{File: tab, Runner: run, Clock: clock, Log: quiet()})
-	d.begin(context.Background())
+	d.begin(t.Context())
 	id := jobID("@hourly", "make check")
 	if err := d.Control("run " + id); err != nil {
 		t.Fatalf("run %s: %v", id, err)
@@ -323,7 +324,7 @@ func TestHistoryAndControl(t *testing.T) {
 		t.Errorf("/sys/cron/jobs during the run: %q", tableLine(d, "make check"))
 	}
 	os.WriteFile(tab, []byte("# an edit\n@every 1h echo other\n@hourly   make check\n"), 0o644)
-	d.reload(context.Background(), false)
+	d.reload(t.Context(), false)
 	mu.Lock()
 	now = now.Add(90 * time.Second)
 	mu.Unlock()
@@ -350,5 +351,51 @@ func TestHistoryAndControl(t *testing.T) {
 		if !strings.Contains(string(d.Table()), "refused\tctl ") {
 			t.Errorf("ctl %q refused: /sys/cron/jobs does not say why:\n%s", line, d.Table())
 		}
+	}
+}
+
+// ctxRunner's runs end when the context they are waited with ends.
+type ctxRunner struct{ fakeRunner }
+
+func (r *ctxRunner) Run(name, command string) (func(context.Context) Result, error) {
+	r.fakeRunner.Run(name, command)
+	return func(ctx context.Context) Result {
+		<-ctx.Done()
+		return Result{State: "ended with the daemon"}
+	}, nil
+}
+
+// A run ctl starts is waited for with the context the daemon was started
+// with: it ends as the daemon does. Once the daemon has ended, ctl starts
+// nothing.
+func TestControlRunsEndWithTheDaemon(t *testing.T) {
+	tab := filepath.Join(t.TempDir(), "crontab")
+	if err := os.WriteFile(tab, []byte("@hourly make check\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := &ctxRunner{}
+	d := New(Options{File: tab, Runner: run, Log: quiet()})
+	ctx, cancel := context.WithCancel(context.Background())
+	d.Start(ctx)
+	id := jobID("@hourly", "make check")
+	if err := d.Control("run " + id); err != nil {
+		t.Fatalf("run %s: %v", id, err)
+	}
+	if line := tableLine(d, "make check"); !strings.Contains(line, "running cron-"+id+"-1") {
+		t.Fatalf("/sys/cron/jobs during the run: %q", line)
+	}
+	cancel()
+	for end := time.Now().Add(10 * time.Second); !strings.Contains(string(d.History()), "ended with the daemon"); {
+		if time.Now().After(end) {
+			t.Fatalf("the run did not end with the daemon:\n%s", d.History())
+		}
+		runtime.Gosched() // the run's wait returns once ctx is done
+	}
+	err := d.Control("run " + id)
+	if !errors.Is(err, syscall.ENOTSUP) {
+		t.Errorf("run after the daemon ended: %v, want ENOTSUP", err)
+	}
+	if n := len(run.names()); n != 1 {
+		t.Errorf("%d runs started, want 1: %q", n, run.names())
 	}
 }

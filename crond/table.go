@@ -46,15 +46,15 @@ func (d *Daemon) runNow(id string) error {
 	if i >= 0 {
 		j = d.jobs[i]
 	}
-	life := d.life
+	s := d.ctl
 	d.mu.Unlock()
-	if life == nil {
+	if s == nil {
 		return fmt.Errorf("run: this daemon runs no jobs (it serves no sessions): %w", syscall.ENOTSUP)
 	}
 	if j == nil {
 		return fmt.Errorf("run: no job %q in /sys/cron/jobs: %w", id, syscall.EINVAL)
 	}
-	if err := d.start(life, j, "by ctl"); err != nil {
+	if err := s.ask(j); err != nil {
 		return fmt.Errorf("run %s: %w", id, err)
 	}
 	return nil

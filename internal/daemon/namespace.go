@@ -41,20 +41,20 @@ func applyNamespace(ctx context.Context, t *mounts.Table, file, text string, hos
 	}
 }
 
-// hostDirFunc serves a host directory as a tree.
-type hostDirFunc func(dir string) (vfs.Node, error)
+// hostDirFunc serves a host directory as a tree, and closes it.
+type hostDirFunc func(dir string) (root vfs.Node, close func(), err error)
 
 // hostTrees serves host directories bound into the tree (--bind, the
 // namespace's lines), confined as the state directory's own trees are and,
 // like them, never showing what hide holds: the daemon's state, whatever
 // parent of it a bind names.
 func hostTrees(hide *diskfs.Hidden) hostDirFunc {
-	return func(dir string) (vfs.Node, error) {
+	return func(dir string) (vfs.Node, func(), error) {
 		d, err := diskfs.NewHiding(dir, hide)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return d.Root(), nil
+		return d.Root(), func() { d.Close() }, nil
 	}
 }
 

@@ -328,7 +328,8 @@ func bindHostDirs(t *mounts.Table, binds []string, hostDir hostDirFunc) error {
 		if !ok || !filepath.IsAbs(host) || !path.IsAbs(at) || path.Clean(at) != at || at == "/" {
 			return fmt.Errorf("--bind %q: want HOSTDIR:PATH, both absolute, such as /home/me/src:/workspaces/src", b)
 		}
-		d, err := hostDir(host)
+		// Never closed: a --bind is served as long as the daemon runs.
+		d, _, err := hostDir(host)
 		if err != nil {
 			return fmt.Errorf("--bind %s: %w", b, err)
 		}

@@ -29,6 +29,10 @@ type dirCache struct {
 	idle list.List // *descriptor, most recently used at the front
 	open int       // evictable descriptors open, in use or idle
 	max  int       // open is trimmed to max by closing idle ones
+	// closed says the tree was closed (FS.Close): no descriptor is kept,
+	// given or opened again, and one a call holds is closed as it lets
+	// it go.
+	closed bool
 }
 
 // descriptor owns a host fd so that a cleanup can close it without keeping
@@ -56,14 +60,40 @@ func newDirCache() *dirCache {
 
 func (c *dirCache) newDescriptor(fd int, evictable bool) *descriptor {
 	d := &descriptor{c: c, fd: fd, evictable: evictable}
-	if evictable {
-		c.mu.Lock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.closed:
+		d.fd = -1
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+	case evictable:
 		c.open++
 		d.idle = c.idle.PushFront(d)
 		c.trimLocked()
-		c.mu.Unlock()
 	}
 	return d
+}
+
+// shut closes the cache's tree: the descriptors ds now, or, those a call
+// holds, as the call lets them go (unhold), so no number is closed, and
+// reused, under a system call.
+func (c *dirCache) shut(ds []*descriptor) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	for _, d := range ds {
+		if d.users == 0 {
+			d.closeLocked()
+		}
+	}
+}
+
+func (c *dirCache) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
 }
 
 // offer gives the descriptor a directory's fd opened by a lookup, unless
@@ -71,7 +101,7 @@ func (c *dirCache) newDescriptor(fd int, evictable bool) *descriptor {
 func (d *descriptor) offer(fd int) {
 	d.c.mu.Lock()
 	defer d.c.mu.Unlock()
-	if d.fd >= 0 || !d.evictable {
+	if d.fd >= 0 || !d.evictable || d.c.closed {
 		unix.Close(fd)
 		return
 	}
@@ -105,10 +135,15 @@ func (d *descriptor) get() int {
 	return d.fd
 }
 
-// set gives a descriptor that has none the fd of a pin (never evicted).
+// set gives a descriptor that has none the fd of a pin (never evicted);
+// a closed tree's closes it instead.
 func (d *descriptor) set(fd int) {
 	d.c.mu.Lock()
 	defer d.c.mu.Unlock()
+	if d.c.closed {
+		unix.Close(fd)
+		return
+	}
 	d.fd = fd
 }
 
@@ -132,6 +167,10 @@ func (d *descriptor) keep() {
 func (d *descriptor) close() {
 	d.c.mu.Lock()
 	defer d.c.mu.Unlock()
+	d.closeLocked()
+}
+
+func (d *descriptor) closeLocked() {
 	if d.fd < 0 {
 		return
 	}
@@ -147,11 +186,16 @@ func (d *descriptor) close() {
 }
 
 // hold returns the directory's descriptor, opening it again if the cache
-// closed it, and keeps it open until the matching unhold.
+// closed it, and keeps it open until the matching unhold. It fails with
+// EBADF once the tree is closed.
 func (n *node) hold() (int, error) {
 	d := n.fd
 	for try := 0; ; try++ {
 		d.c.mu.Lock()
+		if d.c.closed {
+			d.c.mu.Unlock()
+			return -1, syscall.EBADF
+		}
 		if d.fd >= 0 {
 			fd := d.fd
 			d.users++
@@ -172,8 +216,8 @@ func (n *node) hold() (int, error) {
 			return -1, err
 		}
 		d.c.mu.Lock()
-		if d.fd >= 0 {
-			unix.Close(fd) // another call reopened it first
+		if d.fd >= 0 || d.c.closed {
+			unix.Close(fd) // another call reopened it first, or the tree closed
 		} else {
 			d.fd = fd
 			if d.evictable {
@@ -190,6 +234,10 @@ func (n *node) unhold() {
 	d.c.mu.Lock()
 	defer d.c.mu.Unlock()
 	d.users--
+	if d.users == 0 && d.c.closed {
+		d.closeLocked() // the tree closed while the call held it
+		return
+	}
 	if d.users == 0 && d.evictable && d.fd >= 0 {
 		d.idle = d.c.idle.PushFront(d)
 		d.c.trimLocked()

@@ -40,9 +40,13 @@ import (
 	"github.com/gsvfs/gsvfs/vfs"
 )
 
-// FS is one disk-backed tree rooted at a host directory.
+// FS is one disk-backed tree rooted at a host directory. Its owner
+// closes it (Close) when the tree is no longer served.
 type FS struct {
 	root *node
+	// self is how a node's cleanup reaches the tree without keeping it
+	// alive (see newNodeLocked).
+	self weak.Pointer[FS]
 
 	// names orders changes of names against their use. Remove, Rename and
 	// Link hold it exclusively across the system call and the node-table
@@ -128,9 +132,42 @@ func NewHiding(dir string, hide *Hidden) (*FS, error) {
 	}
 	f := &FS{nodes: make(map[fileID]weak.Pointer[node]), fds: newDirCache(), hide: hide,
 		holdsHidden: len(hide.list()) > 0 && hide.holdsHidden(fd)}
+	f.self = weak.Make(f)
 	f.root = f.adopt(idOf(&st), true, fd, link{})
 	f.root.fd.keep()
 	return f, nil
+}
+
+// Close lets the tree go: it ends the watch of changes made outside and
+// closes the descriptors the tree holds (its root's, its directories',
+// the pins of unlinked files). From then on every node of the tree fails
+// with EBADF. Handles opened before stay usable until closed: each holds
+// a descriptor of its own, which belongs to whoever opened it. The
+// Hidden the tree was made with is not closed: it is the daemon's, shared
+// by all its trees. Close may be called again, and while calls are in
+// flight (a descriptor a call holds is closed as the call ends); it
+// always returns nil.
+func (f *FS) Close() error {
+	f.endWatch()
+	// Calls that use a file's pin hold names shared (see loc).
+	f.names.Lock()
+	defer f.names.Unlock()
+	f.fds.shut(f.descriptors())
+	return nil
+}
+
+// descriptors returns those of the live nodes. A node collected but not
+// yet cleaned up is left to its cleanup, which closes its descriptor.
+func (f *FS) descriptors() []*descriptor {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ds := []*descriptor{f.root.fd}
+	for _, wp := range f.nodes {
+		if n := wp.Value(); n != nil {
+			ds = append(ds, n.fd)
+		}
+	}
+	return ds
 }
 
 // Root returns the tree's root directory: the attach.
@@ -217,11 +254,17 @@ func (f *FS) newNodeLocked(id fileID, isDir bool, fd int) *node {
 	n := &node{fs: f, id: id, isDir: isDir, fd: f.fds.newDescriptor(fd, isDir)}
 	wp := weak.Make(n)
 	f.nodes[id] = wp
-	runtime.AddCleanup(n, f.collected, cleanupArg{id: id, wp: wp, fd: n.fd})
+	// The cleanup stays with Close: while the tree is served, nodes the
+	// edges dropped are collected one by one, and only the cleanup knows
+	// when. Its function and argument must not reach the node, or it
+	// would never run: so a plain function, and the tree by a weak
+	// pointer (the tree reaches its root, which has a cleanup too).
+	runtime.AddCleanup(n, collected, cleanupArg{fs: f.self, id: id, wp: wp, fd: n.fd})
 	return n
 }
 
 type cleanupArg struct {
+	fs weak.Pointer[FS]
 	id fileID
 	wp weak.Pointer[node]
 	fd *descriptor
@@ -229,9 +272,13 @@ type cleanupArg struct {
 
 // collected runs once the garbage collector finds a node unreachable: it
 // closes the node's descriptor and drops its table entry unless a newer
-// node took the slot.
-func (f *FS) collected(a cleanupArg) {
+// node took the slot (nothing to drop if the tree went too).
+func collected(a cleanupArg) {
 	a.fd.close()
+	f := a.fs.Value()
+	if f == nil {
+		return
+	}
 	if tw := f.watch.Load(); tw != nil {
 		tw.forget(a.wp)
 	}
@@ -396,6 +443,9 @@ func (n *node) where() (loc, error) {
 	n.fs.mu.Lock()
 	if len(n.links) == 0 {
 		n.fs.mu.Unlock()
+		if n.fs.fds.isClosed() {
+			return loc{}, syscall.EBADF // its pin went with the tree
+		}
 		// Every name the file was known by now reaches another file or
 		// nothing (changed behind the tree's back): the node is stale,
 		// and ESTALE makes the kernel look the name up afresh.

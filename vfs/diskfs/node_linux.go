@@ -554,7 +554,7 @@ func (n *node) Readlink(context.Context) (string, error) {
 
 func (n *node) StatFS(context.Context) (vfs.StatFS, error) {
 	var st unix.Statfs_t
-	if err := unix.Fstatfs(n.fs.root.fd.get(), &st); err != nil {
+	if err := n.fs.root.inDir(func(fd int) error { return unix.Fstatfs(fd, &st) }); err != nil {
 		return vfs.StatFS{}, vfs.Error("statfs", "", errno(err))
 	}
 	return vfs.StatFS{

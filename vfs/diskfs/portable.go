@@ -79,6 +79,10 @@ func NewPortableHiding(dir string, hide *Hidden) (*Portable, error) {
 	return &Portable{r: r, live: map[string]weak.Pointer[pentry]{}, hide: hide}, nil
 }
 
+// Close lets the tree go: its nodes fail with EBADF from then on, and
+// files opened before stay usable until closed. It may be called again.
+func (p *Portable) Close() error { return p.r.Close() }
+
 // Root returns the tree's root directory.
 func (p *Portable) Root() vfs.Node { return &pnode{fs: p, e: p.entry(".")} }
 

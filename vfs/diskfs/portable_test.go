@@ -1,6 +1,7 @@
 package diskfs_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -60,5 +61,26 @@ func TestPortableConfined(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(outside, "planted")); err == nil {
 		t.Errorf("a file was made outside the tree")
+	}
+}
+
+// A closed portable tree's nodes fail with EBADF; Close may be called
+// again.
+func TestPortableClose(t *testing.T) {
+	p, err := diskfs.NewPortable(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := p.Root()
+	if _, err := root.Attr(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := p.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := root.Attr(context.Background()); vfs.Errno(err) != syscall.EBADF {
+		t.Errorf("attr after Close: %v, want EBADF", err)
 	}
 }

@@ -92,6 +92,9 @@ func (f *FS) subscribe(fn func([]vfs.Change)) func() {
 	f.watchMu.Lock()
 	defer f.watchMu.Unlock()
 	tw := f.watch.Load()
+	if tw == nil && f.fds.isClosed() {
+		return func() {} // a closed tree changes no more
+	}
 	if tw == nil {
 		var err error
 		if tw, err = f.startWatch(); err != nil {
@@ -107,8 +110,17 @@ func (f *FS) subscribe(fn func([]vfs.Change)) func() {
 func (f *FS) unsubscribe(tw *treeWatch, id int) {
 	f.watchMu.Lock()
 	defer f.watchMu.Unlock()
-	if tw.feed.Remove(id) {
-		f.watch.Store(nil)
+	// The watch may be gone already, ended by Close.
+	if tw.feed.Remove(id) && f.watch.CompareAndSwap(tw, nil) {
+		tw.close()
+	}
+}
+
+// endWatch ends the watch, whoever subscribes: the tree is closing.
+func (f *FS) endWatch() {
+	f.watchMu.Lock()
+	defer f.watchMu.Unlock()
+	if tw := f.watch.Swap(nil); tw != nil {
 		tw.close()
 	}
 }
