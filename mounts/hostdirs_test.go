@@ -35,7 +35,7 @@ func TestHostDirs(t *testing.T) {
 	mount("/etc", plainDir{vfs.NewStaticDir(nil), "/s/etc"})
 	mount("/sys", vfs.NewStaticDir(nil))
 	mount("/workspaces/data", plainDir{vfs.NewStaticDir(nil), "/srv/data"})
-	tab.GuardNamespace("/etc/namespace")
+	tab.GuardNamespace("/etc/namespace", nil)
 	var got []HostDir
 	got = tab.HostDirs()
 	want := []HostDir{{Path: "/home", Dir: "/s/home"}, {Path: "/workspaces/data", Dir: "/srv/data"}}

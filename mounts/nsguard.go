@@ -13,16 +13,22 @@ import (
 // The namespace file is edited through the tree like any file, but a write
 // that would leave a line the namespace refuses fails with EINVAL and
 // changes nothing, so whoever wrote it learns at once (the daemon also
-// applies the file when it changes on disk, and logs a refusal).
+// applies the file when it changes on disk, and logs a refusal). A write
+// that lands, and the close of a handle opened for writing, are reported
+// to the daemon's follower of the file, so an edit through the tree is
+// applied at once rather than at the follower's next look.
 
 // maxNamespaceFile bounds the namespace file a write is checked against.
 const maxNamespaceFile = 1 << 20
 
 // GuardNamespace makes writes through the table to the file at path p
-// (the namespace file, /etc/namespace) checked before they land.
-func (t *Table) GuardNamespace(p string) {
+// (the namespace file, /etc/namespace) checked before they land, and
+// calls written (when not nil) after each that lands and at each close
+// of a handle that may have written.
+func (t *Table) GuardNamespace(p string, written func()) {
 	t.mu.Lock()
 	t.nsFile = p
+	t.nsWritten = written
 	t.mu.Unlock()
 	t.changes.Send([]string{p})
 }
@@ -35,11 +41,15 @@ func (n *node) guarded(h vfs.Handle, flags int) vfs.Handle {
 	}
 	n.t.mu.RLock()
 	ns := n.t.nsFile
+	written := n.t.nsWritten
 	n.t.mu.RUnlock()
 	if ns == "" || n.path != ns || n.view != nil {
 		return h
 	}
-	return &nsHandle{Handle: h, n: n}
+	if written == nil {
+		written = func() {}
+	}
+	return &nsHandle{Handle: h, n: n, written: written}
 }
 
 // nsHandle checks each write against the file as it would be. It has no
@@ -47,7 +57,8 @@ func (n *node) guarded(h vfs.Handle, flags int) vfs.Handle {
 // (FUSE passthrough).
 type nsHandle struct {
 	vfs.Handle
-	n *node
+	n       *node
+	written func()
 }
 
 func (h *nsHandle) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
@@ -59,7 +70,19 @@ func (h *nsHandle) WriteAt(ctx context.Context, p []byte, off int64) (int, error
 		slog.Warn("write to the namespace file refused; the file is unchanged", "file", h.n.path, "err", err)
 		return 0, vfs.Error("write", h.n.path, syscall.EINVAL)
 	}
-	return h.Handle.WriteAt(ctx, p, off)
+	n, err := h.Handle.WriteAt(ctx, p, off)
+	if n > 0 {
+		h.written()
+	}
+	return n, err
+}
+
+// Close reports the close too: an open with O_TRUNC changes the file
+// without a write.
+func (h *nsHandle) Close() error {
+	err := h.Handle.Close()
+	h.written()
+	return err
 }
 
 // current reads the file as it is now.

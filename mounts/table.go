@@ -54,6 +54,7 @@ type Table struct {
 	ns        nsState
 	watch     watchState
 	nsFile    string // the namespace file's path, its writes checked
+	nsWritten func() // called when a write through the tree lands there
 	// changes hands the paths of mounts and unmounts to OnChange's
 	// callers.
 	changes vfs.Feed[string]

@@ -40,7 +40,9 @@ func TestNamespaceEditsKeepDescriptorsFlat(t *testing.T) {
 		}
 	}
 	line := func(name string) string { return "bind " + hosts[name] + " /workspaces/" + name + "\n" }
-	file := filepath.Join(d.Root, "etc", "namespace")
+	// Written through the tree, where each write is applied at once (on
+	// disk, the daemon would look within half a second).
+	file := d.Path("etc/namespace")
 	// shows waits until the tree shows /workspaces/NAME or not.
 	shows := func(name string, want bool) {
 		t.Helper()

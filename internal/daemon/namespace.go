@@ -16,11 +16,12 @@ import (
 )
 
 // watchNamespace applies the namespace file (the state directory's
-// etc/namespace, /etc/namespace in the tree) to t now and again within
-// half a second of every change, made through the tree or on disk, until
-// ctx ends. A file refused is logged, and /sys/mounts says why.
-func watchNamespace(ctx context.Context, t *mounts.Table, file string, hostDir hostDirFunc) {
-	filestamp.Poll(ctx, file, 500*time.Millisecond, func(exists bool) {
+// etc/namespace, /etc/namespace in the tree) to t now and again after
+// every change until ctx ends: at once for a write through the tree
+// (kicked), within half a second for one on disk. A file refused is
+// logged, and /sys/mounts says why.
+func watchNamespace(ctx context.Context, t *mounts.Table, file string, kicked <-chan struct{}, hostDir hostDirFunc) {
+	filestamp.Poll(ctx, file, 500*time.Millisecond, kicked, func(exists bool) {
 		if !exists {
 			applyNamespace(ctx, t, file, "", hostDir) // gone, or not there yet: no binds
 			return

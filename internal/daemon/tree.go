@@ -281,9 +281,15 @@ func (tr *Tree) start(root string, proc *procfs.FS, cron *crond.Daemon, hostDir 
 		// goroutine of crond's own, which ends with ctx.
 		cron.Start(ctx)
 	}
-	tr.Table.GuardNamespace("/etc/namespace")
+	written := make(chan struct{}, 1)
+	tr.Table.GuardNamespace("/etc/namespace", func() {
+		select {
+		case written <- struct{}{}:
+		default: // a look is due already
+		}
+	})
 	file := filepath.Join(root, "etc", "namespace")
-	tr.jobs.Go(func() error { watchNamespace(ctx, tr.Table, file, hostDir); return nil })
+	tr.jobs.Go(func() error { watchNamespace(ctx, tr.Table, file, written, hostDir); return nil })
 	tr.jobs.Go(func() error { reapSessions(ctx, proc); return nil })
 }
 

@@ -69,8 +69,9 @@ func (f *File) Changed() (changed bool, now Stamp) {
 }
 
 // Poll calls fn at once and then within every of each change of path,
-// with whether the file exists, until ctx ends.
-func Poll(ctx context.Context, path string, every time.Duration, fn func(exists bool)) {
+// with whether the file exists, until ctx ends. A value on kick (nil: no
+// kicks) makes it look at once, for a writer that can say it wrote.
+func Poll(ctx context.Context, path string, every time.Duration, kick <-chan struct{}, fn func(exists bool)) {
 	f := New(path)
 	tick := time.NewTicker(every)
 	defer tick.Stop()
@@ -80,6 +81,7 @@ func Poll(ctx context.Context, path string, every time.Duration, fn func(exists 
 		}
 		select {
 		case <-tick.C:
+		case <-kick:
 		case <-ctx.Done():
 			return
 		}

@@ -47,13 +47,35 @@ func TestPoll(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	seen := make(chan bool, 10)
-	go Poll(ctx, p, time.Millisecond, func(exists bool) { seen <- exists })
+	go Poll(ctx, p, time.Millisecond, nil, func(exists bool) { seen <- exists })
 	if exists := <-seen; exists {
 		t.Fatal("first call: exists, want none")
 	}
 	must(t, os.WriteFile(p, []byte("x"), 0o644))
 	if exists := <-seen; !exists {
 		t.Fatal("after the write: none, want exists")
+	}
+}
+
+// TestPollKick: a kick makes Poll look at once; its ticker, an hour,
+// would not.
+func TestPollKick(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "f")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	seen := make(chan bool, 10)
+	kick := make(chan struct{})
+	go Poll(ctx, p, time.Hour, kick, func(exists bool) { seen <- exists })
+	<-seen
+	must(t, os.WriteFile(p, []byte("x"), 0o644))
+	kick <- struct{}{} // taken once Poll waits again, after its first look
+	select {
+	case exists := <-seen:
+		if !exists {
+			t.Fatal("after the write and a kick: none, want exists")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a kick after a write: no call in 10 s")
 	}
 }
 
