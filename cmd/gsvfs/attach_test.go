@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/shelld"
 )
 
@@ -270,7 +271,7 @@ func (tm *atTmux) until(name string, re *regexp.Regexp, again func()) []string {
 	tm.t.Helper()
 	var m []string
 	last := time.Time{}
-	procEventually(tm.t, procBound, fmt.Sprintf("pane %s shows %s", name, re), func() (bool, string) {
+	testenv.Eventually(tm.t, procBound, fmt.Sprintf("pane %s shows %s", name, re), func() (bool, string) {
 		if again != nil && time.Since(last) > 500*time.Millisecond {
 			again()
 			last = time.Now()

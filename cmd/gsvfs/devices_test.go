@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/vfs"
 )
 
@@ -196,13 +197,13 @@ func TestDevicesAcrossNamespaces(t *testing.T) {
 	if d.Mount != "/mnt/alpha" || d.Platform != "linux" || !strings.HasPrefix(d.Address, hostA.nsIP+":") {
 		t.Errorf("descriptor of alpha: %+v", d)
 	}
-	if got := strings.Fields(run(t, m.Mnt, "ls", "sys/devices")); strings.Join(got, " ") != "alpha beta gsv" {
+	if got := strings.Fields(testenv.Run(t, m.Mnt, "ls", "sys/devices")); strings.Join(got, " ") != "alpha beta gsv" {
 		t.Errorf("ls /sys/devices: %q", got)
 	}
 	if d := readDesc(t, m.Mnt, "beta"); !strings.HasPrefix(d.Address, hostB.nsIP+":") {
 		t.Errorf("descriptor of the dialled beta: %+v", d)
 	}
-	if got := run(t, m.Mnt, binary, "device", "ls", "--root", gw.Root); !strings.Contains(got, "beta") || !strings.Contains(got, "true") {
+	if got := testenv.Run(t, m.Mnt, binary, "device", "ls", "--root", gw.Root); !strings.Contains(got, "beta") || !strings.Contains(got, "true") {
 		t.Errorf("gsvfs device ls:\n%s", got)
 	}
 
@@ -215,7 +216,7 @@ func TestDevicesAcrossNamespaces(t *testing.T) {
 			t.Errorf("refused %s through the gateway: %v, want ENOENT", p, err)
 		}
 	}
-	if got := strings.Fields(run(t, m.Mnt, "ls", "-A", "mnt/alpha/workspaces/src")); strings.Join(got, " ") != "go.mod keep" {
+	if got := strings.Fields(testenv.Run(t, m.Mnt, "ls", "-A", "mnt/alpha/workspaces/src")); strings.Join(got, " ") != "go.mod keep" {
 		t.Errorf("ls of alpha's bound directory: %q", got)
 	}
 	if err := os.Mkdir(filepath.Join(m.Mnt, "mnt/alpha/workspaces/src/secrets"), 0o755); !errors.Is(err, syscall.EACCES) {
@@ -250,14 +251,14 @@ func TestDevicesAcrossNamespaces(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(rootA, "workspaces/big"), big, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	run(t, m.Mnt, "cp", "mnt/alpha/workspaces/big", "mnt/beta/workspaces/big")
+	testenv.Run(t, m.Mnt, "cp", "mnt/alpha/workspaces/big", "mnt/beta/workspaces/big")
 	got, err := os.ReadFile(filepath.Join(rootB, "workspaces/big"))
 	if err != nil || sha256.Sum256(got) != sha256.Sum256(big) {
 		t.Errorf("copy alpha -> beta through the gateway: %d bytes, %v; checksums differ", len(got), err)
 	}
 
 	// A session on alpha runs in alpha's network namespace.
-	run(t, m.Mnt, "mkdir", "mnt/alpha/proc/where")
+	testenv.Run(t, m.Mnt, "mkdir", "mnt/alpha/proc/where")
 	if err := os.WriteFile(filepath.Join(m.Mnt, "mnt/alpha/proc/where/ctl"), []byte("exec ip -o -4 addr show\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +274,7 @@ func TestDevicesAcrossNamespaces(t *testing.T) {
 	}
 
 	// Cut alpha's link without a FIN, mid-read of a session's stream.
-	run(t, m.Mnt, "mkdir", "mnt/alpha/proc/follow")
+	testenv.Run(t, m.Mnt, "mkdir", "mnt/alpha/proc/follow")
 	stream := exec.Command("cat", filepath.Join(m.Mnt, "mnt/alpha/proc/follow/stream"))
 	if err := stream.Start(); err != nil {
 		t.Fatal(err)

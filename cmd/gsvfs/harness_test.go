@@ -4,17 +4,16 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/vfs/vfstest"
 )
 
@@ -28,27 +27,17 @@ func TestMain(m *testing.M) {
 	if os.Getenv(stderrChildEnv) != "" || os.Getenv(userChildEnv) != "" {
 		os.Exit(m.Run()) // a test's child process: it runs no daemon
 	}
-	dir, err := os.MkdirTemp("", "gsvfs-bin-")
+	// The daemon under test may be built with the race detector: its
+	// data races are reported in its log, which tests print on failure,
+	// and make it exit non-zero (66) at SIGTERM.
+	bin, remove, err := testenv.Build(".", os.Getenv("GSVFS_RACE") != "")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	binary = filepath.Join(dir, "gsvfs")
-	args := []string{"build", "-o", binary}
-	if os.Getenv("GSVFS_RACE") != "" {
-		// The daemon under test built with the race detector: its
-		// data races are reported in its log, which tests print on
-		// failure, and make it exit non-zero (66) at SIGTERM.
-		args = append(args, "-race")
-	}
-	build := exec.Command("go", append(args, ".")...)
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building gsvfs:", err)
-		os.Exit(1)
-	}
+	binary = bin
 	code := m.Run()
-	os.RemoveAll(dir)
+	remove()
 	os.Exit(code)
 }
 
@@ -61,7 +50,7 @@ type daemon struct {
 	cred      *syscall.Credential // the user it runs as; nil: this process's
 	cmd       *exec.Cmd
 	done      chan error
-	log       *logBuffer
+	log       *testenv.LogBuffer
 }
 
 // startMount mounts a fresh state directory at a fresh mount point and
@@ -106,7 +95,7 @@ func launch(t testing.TB, d *daemon, args ...string) *daemon {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.cmd, d.done, d.log = cmd, make(chan error, 1), &logBuffer{}
+	d.cmd, d.done, d.log = cmd, make(chan error, 1), &testenv.LogBuffer{}
 	cmd.Stderr = d.log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -179,37 +168,4 @@ func likeNative(t *testing.T, what string, seq func(t *testing.T, dir string) st
 	if got != want {
 		t.Errorf("%s on the mount:\n%s\nwant, as on ext4:\n%s", what, got, want)
 	}
-}
-
-// run runs a command (a child process) with a timeout, failing the test
-// on error; it returns the combined output.
-func run(t testing.TB, dir string, name string, args ...string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s %s in %s: %v\n%s", name, strings.Join(args, " "), dir, err, out)
-	}
-	return string(out)
-}
-
-// logBuffer collects a daemon's stderr while tests read it.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

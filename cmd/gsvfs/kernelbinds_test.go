@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gsvfs/gsvfs/internal/testenv"
 )
 
 // submounts lists the mounts below mnt, as paths inside it, with their
@@ -75,7 +77,7 @@ func needRootForBinds(t *testing.T) {
 func waitBinds(t *testing.T, d *daemon, want ...string) {
 	t.Helper()
 	var got []string
-	ok := waitFor(15*time.Second, func() bool {
+	ok := testenv.Poll(15*time.Second, func() bool {
 		got = got[:0]
 		for p := range submounts(t, d.Mnt) {
 			got = append(got, p)

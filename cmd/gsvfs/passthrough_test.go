@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gsvfs/gsvfs/internal/testenv"
 )
 
 // TestMixedOpenModes opens one file several ways at once. With passthrough
@@ -74,7 +76,7 @@ func TestRemovedFilesFreeSpace(t *testing.T) {
 		f.Read(make([]byte, 10))
 		f.Close()
 	}
-	run(t, "/", "rm", "-rf", dir)
+	testenv.Run(t, "/", "rm", "-rf", dir)
 	fdDir := fmt.Sprintf("/proc/%d/fd", d.cmd.Process.Pid)
 	deadline := time.Now().Add(10 * time.Second)
 	for {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/vfs"
 )
 
@@ -147,7 +148,7 @@ func TestProcCwdTreePaths(t *testing.T) {
 	if err := os.WriteFile(d.Path("etc/namespace"), []byte(ns), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	procEventually(t, procBound, "the namespace applied", func() (bool, string) {
+	testenv.Eventually(t, procBound, "the namespace applied", func() (bool, string) {
 		_, err1 := os.Stat(d.Path("workspaces/data/sub"))
 		_, err2 := os.Stat(d.Path("home/agent/skills/pdf"))
 		return err1 == nil && err2 == nil, "stat workspaces/data/sub, home/agent/skills/pdf"
@@ -247,7 +248,7 @@ func TestProcTreePathsInCommands(t *testing.T) {
 	if err := os.WriteFile(d.Path("etc/namespace"), []byte("bind "+srv+" /workspaces/data\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	procEventually(t, procBound, "the namespace applied", func() (bool, string) {
+	testenv.Eventually(t, procBound, "the namespace applied", func() (bool, string) {
 		_, err := os.Stat(d.Path("workspaces/data/x"))
 		return err == nil, "stat workspaces/data/x"
 	})

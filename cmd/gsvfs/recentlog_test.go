@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/shelld"
 	"github.com/gsvfs/gsvfs/vfs"
 )
@@ -50,7 +51,7 @@ func TestSysLog(t *testing.T) {
 	if err := os.WriteFile(d.Path("dev/log"), []byte("first marker\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out := run(t, "/", "tail", "-n", "1", d.Path("sys/log")); !strings.Contains(out, `line="first marker"`) {
+	if out := testenv.Run(t, "/", "tail", "-n", "1", d.Path("sys/log")); !strings.Contains(out, `line="first marker"`) {
 		t.Errorf("tail -n 1 /sys/log: %q", out)
 	}
 	// tail -f may start late on a loaded machine: write markers until it

@@ -22,6 +22,7 @@ import (
 
 	"github.com/gsvfs/gsvfs/vfs/vfstest"
 
+	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/vfs"
 )
 
@@ -433,7 +434,7 @@ func TestSemReaddirTenThousand(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("os.ReadDir: got %d names (%d distinct), want the %d created", len(got), len(slices.Compact(slices.Clone(got))), len(want))
 	}
-	out := strings.TrimSpace(run(t, dir, "sh", "-c", "ls -f | wc -l"))
+	out := strings.TrimSpace(testenv.Run(t, dir, "sh", "-c", "ls -f | wc -l"))
 	if out != "10002" {
 		t.Errorf("ls -f | wc -l: got %s, want 10002 (10,000 entries plus . and ..)", out)
 	}

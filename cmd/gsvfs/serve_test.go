@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/vfs"
 	"github.com/gsvfs/gsvfs/vfs/ninep"
 	"github.com/gsvfs/gsvfs/vfs/vfstest"
@@ -162,8 +163,8 @@ func TestSecondMountAttaches(t *testing.T) {
 	if !strings.Contains(second.log.String(), "attaching") {
 		t.Errorf("second mount's log does not say it attached to the running daemon:\n%s", second.log)
 	}
-	run(t, "", "sh", "-c", "echo shared > "+second.Path("workspaces/f"))
-	if got := run(t, "", "cat", first.Path("workspaces/f")); got != "shared\n" {
+	testenv.Run(t, "", "sh", "-c", "echo shared > "+second.Path("workspaces/f"))
+	if got := testenv.Run(t, "", "cat", first.Path("workspaces/f")); got != "shared\n" {
 		t.Errorf("written through the second mount, read through the first: %q", got)
 	}
 	if b, err := os.ReadFile(filepath.Join(first.Root, "workspaces", "f")); string(b) != "shared\n" {
@@ -198,7 +199,7 @@ func TestMountServerRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	held, first := openHead(t, d.Path("workspaces/f"), 300<<10)
-	run(t, "", "mkdir", d.Path("proc/follow"))
+	testenv.Run(t, "", "mkdir", d.Path("proc/follow"))
 	stream := exec.Command("cat", d.Path("proc/follow/stream"))
 	if err := stream.Start(); err != nil {
 		t.Fatal(err)
@@ -246,7 +247,7 @@ func TestMountServerRestart(t *testing.T) {
 	if !bytes.Equal(got, data) {
 		t.Errorf("cat of a file after the restart: %d bytes, not the file's", len(got))
 	}
-	if out := run(t, "", "ls", d.Path("workspaces")); strings.TrimSpace(out) != "f" {
+	if out := testenv.Run(t, "", "ls", d.Path("workspaces")); strings.TrimSpace(out) != "f" {
 		t.Errorf("ls after the restart: %q", out)
 	}
 	rest, err := io.ReadAll(held)
@@ -286,7 +287,7 @@ func TestMountServerNotTakenOver(t *testing.T) {
 	other := launch(t, &daemon{Root: nobodyRoot, prefix: []string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"}},
 		"serve", "--root", filepath.Join(nobodyRoot, "state"), "--listen", sock)
 	t.Cleanup(func() { other.stop(t) })
-	procEventually(t, 10*time.Second, "the mount refuses the other user's server", func() (bool, string) {
+	testenv.Eventually(t, 10*time.Second, "the mount refuses the other user's server", func() (bool, string) {
 		return strings.Contains(d.log.String(), "not attaching"), d.log.String()
 	})
 	_, err := os.ReadDir(d.Mnt)

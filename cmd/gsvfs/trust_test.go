@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/vfs"
 )
 
@@ -150,7 +151,7 @@ func TestDeviceTokenIsNotAGateway(t *testing.T) {
 	if _, err := proc.Lookup(t.Context(), "x"); err == nil {
 		t.Errorf("a session x runs on the gateway")
 	}
-	if ls := run(t, "", binary, "device", "ls", "--root", g.Root); strings.Contains(ls, "laptop") {
+	if ls := testenv.Run(t, "", binary, "device", "ls", "--root", g.Root); strings.Contains(ls, "laptop") {
 		t.Errorf("the gateway pinned the holder:\n%s", ls)
 	}
 }
@@ -162,10 +163,10 @@ func TestDeviceRmForgets(t *testing.T) {
 	lap := joinAs(t, filepath.Join(t.TempDir(), "lap"), "lap", tokenOf(t, g.Root, "--device", "lap"))
 	m := mountServer(t, gSock.String())
 	waitOnline(t, m.Mnt, "lap", true, 10*time.Second)
-	if ls := run(t, "", binary, "device", "ls", "--root", g.Root); !strings.Contains(ls, "lap") || !strings.Contains(ls, "ROLE") {
+	if ls := testenv.Run(t, "", binary, "device", "ls", "--root", g.Root); !strings.Contains(ls, "lap") || !strings.Contains(ls, "ROLE") {
 		t.Errorf("gsvfs device ls before rm:\n%s", ls)
 	}
-	run(t, "", binary, "device", "rm", "--root", g.Root, "lap")
+	testenv.Run(t, "", binary, "device", "rm", "--root", g.Root, "lap")
 	for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
 		_, err := os.Stat(m.Path("sys/devices/lap"))
 		if errors.Is(err, os.ErrNotExist) {
@@ -178,7 +179,7 @@ func TestDeviceRmForgets(t *testing.T) {
 	if _, err := os.Stat(m.Path("mnt/lap")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("/mnt/lap after rm: %v, want ENOENT", err)
 	}
-	if ls := run(t, "", binary, "device", "ls", "--root", g.Root); strings.Contains(ls, "lap") {
+	if ls := testenv.Run(t, "", binary, "device", "ls", "--root", g.Root); strings.Contains(ls, "lap") {
 		t.Errorf("gsvfs device ls after rm:\n%s", ls)
 	}
 	wantFinalExit(t, lap, "revoked")
@@ -190,8 +191,8 @@ func TestRefusedJoinExits(t *testing.T) {
 	g, _ := startServe(t, "--listen", "tls:127.0.0.1:0")
 	base := t.TempDir()
 	revoked := tokenOf(t, g.Root)
-	toks := strings.Split(strings.TrimSpace(run(t, "", binary, "device", "tokens", "--root", g.Root)), "\n")
-	run(t, "", binary, "device", "revoke", "--root", g.Root, strings.Fields(toks[len(toks)-1])[0])
+	toks := strings.Split(strings.TrimSpace(testenv.Run(t, "", binary, "device", "tokens", "--root", g.Root)), "\n")
+	testenv.Run(t, "", binary, "device", "revoke", "--root", g.Root, strings.Fields(toks[len(toks)-1])[0])
 	joinAs(t, filepath.Join(base, "first"), "twin", tokenOf(t, g.Root))
 	waitLog(t, g, "device online", 10*time.Second)
 	for _, c := range []struct{ name, token, why string }{
@@ -292,7 +293,7 @@ func TestDialledDeviceAtStart(t *testing.T) {
 	t.Cleanup(func() { g.stop(t) })
 	m := mountServer(t, "unix:"+filepath.Join(gRoot, "gsvfs.sock"))
 	waitOnline(t, m.Mnt, "desk", true, 15*time.Second)
-	if ls := run(t, "", binary, "device", "ls", "--root", deskRoot); !strings.Contains(ls, "gsv") || !strings.Contains(ls, "gateway") {
+	if ls := testenv.Run(t, "", binary, "device", "ls", "--root", deskRoot); !strings.Contains(ls, "gsv") || !strings.Contains(ls, "gateway") {
 		t.Errorf("the device does not list the gateway it serves:\n%s", ls)
 	}
 	if g.cmd.ProcessState != nil || strings.Contains(g.log.String(), "panic") {

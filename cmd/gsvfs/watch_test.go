@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gsvfs/gsvfs/internal/testenv"
 )
 
 // What other programs do to the state directory shows through the mount
@@ -168,7 +170,7 @@ func (o outside) eventually(what, want, name string, args ...string) {
 	o.t.Helper()
 	start := time.Now()
 	var got string
-	if !waitFor(10*time.Second, func() bool { got = output(name, args...); return got == want }) {
+	if !testenv.Poll(10*time.Second, func() bool { got = output(name, args...); return got == want }) {
 		o.t.Fatalf("%s made outside did not show: %s %s gives %q, want %q\n%s",
 			what, name, strings.Join(args, " "), got, want, o.d.log)
 	}
