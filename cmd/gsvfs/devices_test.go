@@ -279,7 +279,11 @@ func TestDevicesAcrossNamespaces(t *testing.T) {
 	if err := stream.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	// The cut comes once cat is blocked in its read, in the daemon.
+	testenv.Eventually(t, 10*time.Second, "cat blocked in a read of alpha's stream", func() (bool, string) {
+		w := testenv.KernelWait(stream.Process.Pid)
+		return w == testenv.FUSEWait, "cat asleep in " + w
+	})
 	hostA.blackhole(t)
 	took := failsWithin(t, "cat of alpha's session stream", 4*time.Second, stream.Wait)
 	t.Logf("a blocked read on alpha failed %v after the cut (spec: 2s)", took)
@@ -317,6 +321,9 @@ func TestDevicesAcrossNamespaces(t *testing.T) {
 	}
 	held.Close()
 	f, first := openHead(t, filepath.Join(m.Mnt, "mnt/alpha/workspaces/big"), 1<<20)
+	// Time is what is tested here: a link is idle once it has carried
+	// nothing for linkIdle (a second), and then only its probes can find
+	// the cut.
 	time.Sleep(time.Second)
 	hostA.blackhole(t)
 	took = waitOnline(t, m.Mnt, "alpha", false, 6*time.Second)
