@@ -25,14 +25,10 @@ func TestCrontab(t *testing.T) {
 		t.Fatal(err)
 	}
 	var runs []string
-	deadline := time.Now().Add(15 * time.Second)
-	for len(runs) < 2 && time.Now().Before(deadline) {
-		time.Sleep(200 * time.Millisecond)
+	testenv.Eventually(t, 15*time.Second, "two cron sessions", func() (bool, string) {
 		runs, _ = filepath.Glob(d.Path("proc/cron-echo-*"))
-	}
-	if len(runs) < 2 {
-		t.Fatalf("cron sessions after 15 s: %q", runs)
-	}
+		return len(runs) >= 2, fmt.Sprint(runs)
+	})
 	first := runs[0]
 	if !strings.HasSuffix(first, "-1") {
 		t.Errorf("first run's session: %s, want a name ending in -1", first)
@@ -51,7 +47,9 @@ func TestCrontab(t *testing.T) {
 	// whose runs show that the daemon went on running due jobs. Cron
 	// starts a run's session before it reads the crontab again, so once
 	// /sys/cron/jobs lacks the line every run of it has its session.
-	os.WriteFile(d.Path("etc/crontab"), []byte("@every 1s true\n"), 0o644)
+	if err := os.WriteFile(d.Path("etc/crontab"), []byte("@every 1s true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if !testenv.Poll(30*time.Second, func() bool {
 		b, err := os.ReadFile(d.Path("sys/cron/jobs"))
 		return err == nil && !strings.Contains(string(b), "echo") && strings.Contains(string(b), "true")
@@ -88,12 +86,10 @@ func TestCronPrivateCrontab(t *testing.T) {
 	}
 	// The table as root, once the daemon has read the crontab.
 	var table []byte
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	testenv.Poll(15*time.Second, func() bool {
 		table, _ = os.ReadFile(d.Path("sys/cron/jobs"))
-		if strings.Contains(string(table), "refused") {
-			break
-		}
-	}
+		return strings.Contains(string(table), "refused")
+	})
 	if !strings.Contains(string(table), secret) || !strings.Contains(string(table), refusedSecret) {
 		t.Fatalf("/sys/cron/jobs read by root, who may read the crontab: %q; want all of it", table)
 	}

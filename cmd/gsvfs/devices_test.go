@@ -144,12 +144,9 @@ func readDesc(t *testing.T, mnt, id string) deviceDesc {
 func waitOnline(t *testing.T, mnt, id string, want bool, limit time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
-	for readDesc(t, mnt, id).Online != want {
-		if time.Since(start) > limit {
-			t.Fatalf("/sys/devices/%s: online is not %v after %v", id, want, limit)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.WaitFor(t, limit, fmt.Sprintf("/sys/devices/%s says online is %v", id, want), func() bool {
+		return readDesc(t, mnt, id).Online == want
+	})
 	return time.Since(start)
 }
 
@@ -176,8 +173,12 @@ func TestDevicesAcrossNamespaces(t *testing.T) {
 	// alpha exports a host directory of its own, less what it refuses.
 	src := filepath.Join(base, "src")
 	for p, data := range map[string]string{"go.mod": "module x\n", "secrets/token": "hidden\n", "keep/.ssh/id": "key\n"} {
-		os.MkdirAll(filepath.Dir(filepath.Join(src, p)), 0o755)
-		os.WriteFile(filepath.Join(src, p), []byte(data), 0o644)
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(src, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(src, p), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	exportA := []string{"--bind", src + ":/workspaces/src", "--refuse", "**/secrets/**"}
 	devA := startDevice(t, hostA, rootA, "alpha", joinToken(t, gw.Root, "alpha", hostA.hostIP+":"+port), exportA...)

@@ -54,7 +54,9 @@ func TestNamespaceSkillsUnion(t *testing.T) {
 		}
 	}
 	// Removing the agent's copy shows the global one again.
-	os.Remove(filepath.Join(skills, "shared.md"))
+	if err := os.Remove(filepath.Join(skills, "shared.md")); err != nil {
+		t.Fatal(err)
+	}
 	if read("shared.md") != "global shared\n" {
 		t.Errorf("after removing the agent's shared.md: %q", read("shared.md"))
 	}
@@ -101,9 +103,13 @@ func ls(t *testing.T, dir string) []string {
 // unix socket) in this one; TCP is refused.
 func TestNamespaceMountLine(t *testing.T) {
 	other, sock := startServe(t)
-	os.WriteFile(filepath.Join(other.Root, "workspaces", "from-other"), []byte("other daemon\n"), 0o644)
+	if err := os.WriteFile(filepath.Join(other.Root, "workspaces", "from-other"), []byte("other daemon\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	d := startMount(t)
-	os.WriteFile(d.Path("etc/namespace"), []byte("mount "+sock.String()+" /mnt/other\n"), 0o644)
+	if err := os.WriteFile(d.Path("etc/namespace"), []byte("mount "+sock.String()+" /mnt/other\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	got := ""
 	testenv.Poll(5*time.Second, func() bool {
 		b, _ := os.ReadFile(d.Path("mnt/other/workspaces/from-other"))
@@ -113,7 +119,9 @@ func TestNamespaceMountLine(t *testing.T) {
 	if got != "other daemon\n" {
 		t.Errorf("the other daemon's file through this one: %q", got)
 	}
-	os.WriteFile(d.Path("etc/namespace"), []byte("mount tcp:127.0.0.1:1 /mnt/tcp\n"), 0o644)
+	if err := os.WriteFile(d.Path("etc/namespace"), []byte("mount tcp:127.0.0.1:1 /mnt/tcp\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if !testenv.Poll(5*time.Second, func() bool {
 		b, _ := os.ReadFile(d.Path("sys/mounts"))
 		return strings.Contains(string(b), "only unix: sockets")
@@ -189,7 +197,9 @@ func skillsUnion(t *testing.T, d *daemon, files map[string]string) string {
 	t.Helper()
 	var want []string
 	for p, data := range files {
-		os.MkdirAll(filepath.Dir(d.Path(p)), 0o755)
+		if err := os.MkdirAll(filepath.Dir(d.Path(p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(d.Path(p), []byte(data), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -199,7 +209,9 @@ func skillsUnion(t *testing.T, d *daemon, files map[string]string) string {
 		}
 	}
 	slices.Sort(want)
-	os.MkdirAll(d.Path("home/agent/skills"), 0o755)
+	if err := os.MkdirAll(d.Path("home/agent/skills"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	ns, err := os.OpenFile(d.Path("etc/namespace"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatal(err)

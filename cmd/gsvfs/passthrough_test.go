@@ -78,8 +78,7 @@ func TestRemovedFilesFreeSpace(t *testing.T) {
 	}
 	testenv.Run(t, "/", "rm", "-rf", dir)
 	fdDir := fmt.Sprintf("/proc/%d/fd", d.cmd.Process.Pid)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testenv.Eventually(t, 10*time.Second, "the daemon holds no descriptor of a deleted file after rm -rf", func() (bool, string) {
 		n := 0
 		ents, _ := os.ReadDir(fdDir)
 		for _, e := range ents {
@@ -90,12 +89,6 @@ func TestRemovedFilesFreeSpace(t *testing.T) {
 				n++
 			}
 		}
-		if n == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("10s after rm -rf the daemon still holds %d descriptors of deleted files", n)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return n == 0, fmt.Sprintf("%d held", n)
+	})
 }

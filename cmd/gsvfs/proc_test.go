@@ -1032,7 +1032,9 @@ func TestProcOtherUsersKeptOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(base) })
-	os.Chmod(base, 0o755)
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	d := mountAt(t, filepath.Join(base, "state"), filepath.Join(base, "mnt"))
 	t.Cleanup(func() { d.stop(t) })
 	procNew(t, d, "mine")
@@ -1066,7 +1068,9 @@ func TestProcUmask(t *testing.T) {
 	} {
 		d := procMount(t, nil, tc.flags...)
 		host := t.TempDir()
-		os.Chmod(host, 0o777)
+		if err := os.Chmod(host, 0o777); err != nil {
+			t.Fatal(err)
+		}
 		for _, kind := range []string{"exec", "interactive"} {
 			dir := procNew(t, d, kind)
 			script := fmt.Sprintf("cd %s; umask > %s.umask; touch %s.file; mkdir %s.dir", host, kind, kind, kind)

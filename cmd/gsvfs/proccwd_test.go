@@ -239,12 +239,16 @@ func TestProcTreePathsInCommands(t *testing.T) {
 		"workspaces/app/Makefile": "all:\n\t@echo made in $(CURDIR)\n",
 		"workspaces/app/f":        "in the tree\n",
 	} {
-		os.MkdirAll(filepath.Dir(d.Path(p)), 0o755)
+		if err := os.MkdirAll(filepath.Dir(d.Path(p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(d.Path(p), []byte(data), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	os.Mkdir(d.Path("workspaces/data"), 0o755)
+	if err := os.Mkdir(d.Path("workspaces/data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(d.Path("etc/namespace"), []byte("bind "+srv+" /workspaces/data\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -63,7 +63,9 @@ func TestSysLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 30 && !strings.Contains(out.String(), "second marker"); i++ {
-		os.WriteFile(d.Path("dev/log"), []byte("second marker\n"), 0o644)
+		if err := os.WriteFile(d.Path("dev/log"), []byte("second marker\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		time.Sleep(300 * time.Millisecond)
 	}
 	follow.Process.Kill()

@@ -45,8 +45,12 @@ func testDeviceChangesShow(t *testing.T, delay time.Duration, dirs int) {
 	for d := range dirs {
 		for f := range 100 {
 			p := filepath.Join(src, fmt.Sprint("d", d), fmt.Sprint("f", f))
-			os.MkdirAll(filepath.Dir(p), 0o755)
-			os.WriteFile(p, []byte("x"), 0o644)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	devRoot := filepath.Join(t.TempDir(), "dev")

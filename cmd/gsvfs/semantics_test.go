@@ -394,7 +394,9 @@ func TestSemGetdentsTinyBuffer(t *testing.T) {
 		for _, n := range names {
 			fd, err := unix.Open(filepath.Join(dir, n), unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
 			smMust(t, "create", err)
-			unix.Close(fd)
+			if err := unix.Close(fd); err != nil {
+				t.Fatalf("close of a created file: %v", err)
+			}
 		}
 	}
 	// A record for "entry-0000" takes 32 bytes, "." and ".." 24.
@@ -421,7 +423,9 @@ func TestSemReaddirTenThousand(t *testing.T) {
 		}
 		fd, err := unix.Open(filepath.Join(where, name), unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
 		smMust(t, "create", err)
-		unix.Close(fd)
+		if err := unix.Close(fd); err != nil {
+			t.Fatalf("close of a created file: %v", err)
+		}
 	}
 	entries, err := os.ReadDir(dir)
 	smMust(t, "ReadDir", err)
@@ -1121,7 +1125,9 @@ func TestSemXattrs(t *testing.T) {
 		}
 		t.Fatalf("setxattr on the host: %v", err)
 	}
-	os.Remove(probe)
+	if err := os.Remove(probe); err != nil {
+		t.Fatal(err)
+	}
 
 	for _, kind := range []string{"file", "dir"} {
 		t.Run(kind, func(t *testing.T) {
@@ -1260,7 +1266,9 @@ func TestSemLongPath(t *testing.T) {
 	if n, err := unix.Write(f, data); err != nil || n != len(data) {
 		t.Errorf("write leaf: got (%d, %v), want (%d, nil)", n, err, len(data))
 	}
-	unix.Close(f)
+	if err := unix.Close(f); err != nil {
+		t.Fatalf("close of the leaf: %v", err)
+	}
 	readAt := func(dirfd int) []byte {
 		t.Helper()
 		f, err := unix.Openat(dirfd, "leaf", unix.O_RDONLY|unix.O_CLOEXEC, 0)

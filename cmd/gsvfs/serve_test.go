@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -232,18 +233,16 @@ func TestMountServerRestart(t *testing.T) {
 	again := launch(t, &daemon{Root: srv.Root}, "serve", "--root", srv.Root)
 	t.Cleanup(func() { again.stop(t) })
 	var got []byte
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	testenv.Eventually(t, 20*time.Second, "cat of a file after the server restarted", func() (bool, string) {
 		err := waitWithin(10*time.Second, func() (err error) {
 			got, err = os.ReadFile(d.Path("workspaces/f"))
 			return err
 		})
-		if err == nil {
-			break
-		}
-		if err == errStillWaiting || time.Now().After(deadline) {
+		if err == errStillWaiting {
 			t.Fatalf("cat of a file after the server restarted: %v\n%s", err, d.log)
 		}
-	}
+		return err == nil, fmt.Sprintf("%v\n%s", err, d.log)
+	})
 	if !bytes.Equal(got, data) {
 		t.Errorf("cat of a file after the restart: %d bytes, not the file's", len(got))
 	}

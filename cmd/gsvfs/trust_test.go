@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -77,11 +78,9 @@ func joinAs(t *testing.T, root, id, token string) *daemon {
 // waitLog waits until the daemon's log says want.
 func waitLog(t *testing.T, d *daemon, want string, limit time.Duration) {
 	t.Helper()
-	for start := time.Now(); !strings.Contains(d.log.String(), want); time.Sleep(50 * time.Millisecond) {
-		if time.Since(start) > limit {
-			t.Fatalf("the log of gsvfs on %s does not say %q after %v:\n%s", d.Root, want, limit, d.log)
-		}
-	}
+	testenv.Eventually(t, limit, fmt.Sprintf("the log of gsvfs on %s says %q", d.Root, want), func() (bool, string) {
+		return strings.Contains(d.log.String(), want), d.log.String()
+	})
 }
 
 // wantFinalExit waits for the daemon to exit, which it must do by itself,
@@ -167,15 +166,10 @@ func TestDeviceRmForgets(t *testing.T) {
 		t.Errorf("gsvfs device ls before rm:\n%s", ls)
 	}
 	testenv.Run(t, "", binary, "device", "rm", "--root", g.Root, "lap")
-	for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
+	testenv.Eventually(t, 10*time.Second, "/sys/devices/lap gone after gsvfs device rm", func() (bool, string) {
 		_, err := os.Stat(m.Path("sys/devices/lap"))
-		if errors.Is(err, os.ErrNotExist) {
-			break
-		}
-		if time.Since(start) > 10*time.Second {
-			t.Fatalf("/sys/devices/lap still there 10s after gsvfs device rm: %v", err)
-		}
-	}
+		return errors.Is(err, os.ErrNotExist), fmt.Sprint(err)
+	})
 	if _, err := os.Stat(m.Path("mnt/lap")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("/mnt/lap after rm: %v, want ENOENT", err)
 	}
@@ -217,11 +211,9 @@ func TestRefusedJoinExits(t *testing.T) {
 	far := launch(t, &daemon{Root: farRoot}, "--log-level", "debug",
 		"serve", "--root", farRoot, "--device", "far", "--join", editToken(t, tokenOf(t, g.Root), "a", closed))
 	t.Cleanup(func() { far.stop(t) })
-	for start := time.Now(); strings.Count(far.log.String(), "join failed") < 2; time.Sleep(50 * time.Millisecond) {
-		if time.Since(start) > 10*time.Second {
-			t.Fatalf("no second dial of an unreachable gateway:\n%s", far.log)
-		}
-	}
+	testenv.Eventually(t, 10*time.Second, "a second dial of an unreachable gateway", func() (bool, string) {
+		return strings.Count(far.log.String(), "join failed") >= 2, far.log.String()
+	})
 	select {
 	case err := <-far.done:
 		t.Errorf("a device gave up on a network error: %v\n%s", err, far.log)

@@ -72,7 +72,9 @@ func TestOutsideChangesShow(t *testing.T) {
 			o.expect("listing", "f\nf\n", "sh", "-c", `ls "$1"; ls "$1"`, "sh", m) // the second from the kernel's cache
 			o.write(filepath.Join(host, "unseen"), "x")
 			o.eventually("a file made outside in a listed directory", "f\nunseen\n", "ls", m)
-			os.Remove(filepath.Join(host, "unseen"))
+			if err := os.Remove(filepath.Join(host, "unseen")); err != nil {
+				t.Fatal(err)
+			}
 			o.eventually("a removal from a listed directory", "f\n", "ls", m)
 
 			// A directory moved: its files are watched where it went.
