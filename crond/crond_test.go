@@ -146,6 +146,46 @@ func TestReloadLive(t *testing.T) {
 	}
 }
 
+// A line taken out of the crontab runs no more, while the lines left go
+// on: ten seconds of the injected clock, against which the absence of
+// runs means something, at no cost in real time.
+func TestRemovedLineStops(t *testing.T) {
+	tab := filepath.Join(t.TempDir(), "crontab")
+	if err := os.WriteFile(tab, []byte("@every 1s date\n@every 1s true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	clock := &fakeTime{now: time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)}
+	run := &fakeRunner{}
+	d := New(Options{File: tab, Runner: run, Clock: clock.Now, Log: quiet()})
+	count := func(command string) (n int) {
+		for _, r := range run.names() {
+			if strings.HasSuffix(r, ": "+command) {
+				n++
+			}
+		}
+		return n
+	}
+	runFor(t, d, clock, clock.Now().Add(3*time.Second))
+	if count("date") == 0 {
+		t.Fatalf("no run of a job due every second in 3s: %q", run.names())
+	}
+	if err := os.WriteFile(tab, []byte("@every 1s true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	future := time.Now().Add(time.Hour)
+	if err := os.Chtimes(tab, future, future); err != nil { // a new stamp even within the same second
+		t.Fatal(err)
+	}
+	dates, trues := count("date"), count("true")
+	runFor(t, d, clock, clock.Now().Add(10*time.Second))
+	if n := count("date"); n != dates {
+		t.Errorf("the removed line ran %d times more in 10s", n-dates)
+	}
+	if n := count("true"); n < trues+5 {
+		t.Errorf("the line left ran %d times in 10s, want about 10", n-trues)
+	}
+}
+
 // /sys/cron is as readable and writable as the crontab: its owner, group
 // and read and write bits; anyone's to read with no crontab.
 func TestAccess(t *testing.T) {
