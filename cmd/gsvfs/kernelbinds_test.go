@@ -250,6 +250,8 @@ func TestKernelBindsRefuseSymlinks(t *testing.T) {
 	}
 	waitBinds(t, d, "/home", "/workspaces/proj/data")
 	// Several re-checks: each one laid the bind again over the victim.
+	// Time is what is tested: the re-checks come on a timer
+	// (kernelBindCheck) and leave no trace when they lay nothing.
 	time.Sleep(2*kernelBindCheck + time.Second)
 	if got := mountsAtOrBelow(t, victim); len(got) != 0 {
 		t.Errorf("mounted over the target of a user's symlink: %q\n%s", got, d.log)
@@ -276,6 +278,7 @@ func TestKernelBindsRefuseSymlinks(t *testing.T) {
 	if out := smAsOther(t, stateWS, "mv proj proj.old && ln -s "+victim+" proj && echo ok"); out != "ok\n" {
 		t.Fatalf("as uid %d in %s: %q", smOther, stateWS, out)
 	}
+	// Two re-checks on their timer, as above: nothing may be laid again.
 	time.Sleep(2*kernelBindCheck + time.Second)
 	if got := mountsAtOrBelow(t, victim); len(got) != 0 {
 		t.Errorf("after workspaces/proj became a symlink, mounted over its target: %q\n%s", got, d.log)

@@ -112,6 +112,8 @@ func TestSemCoherenceExternalWrite(t *testing.T) {
 				} else {
 					smMust(t, "write", os.WriteFile(host, v.data, 0o644))
 				}
+				// Time is what is tested: the kernel's attribute
+				// cache lasts a second, and then the disk's must show.
 				time.Sleep(1100 * time.Millisecond)
 				var st unix.Stat_t
 				smMust(t, "stat", unix.Stat(p, &st))
@@ -245,7 +247,7 @@ func TestSemCoherenceAtomicSave(t *testing.T) {
 					}
 				}()
 			}
-			time.Sleep(3 * time.Second)
+			time.Sleep(3 * time.Second) // the saves and reads race for a fixed time
 			stop.Store(true)
 			wg.Wait()
 			close(bads)
