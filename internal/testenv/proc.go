@@ -3,6 +3,7 @@ package testenv
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 )
 
@@ -21,4 +22,31 @@ func KernelWait(pid int) string {
 		return w
 	}
 	return ""
+}
+
+// GoroutineState is the state the runtime gives the first goroutine of
+// this process whose stack mentions marker (a function's qualified name,
+// such as "procfs.readAcrossKill"): "running", "runnable", "select",
+// "chan receive" and so on, or "" when no goroutine matches. A test that
+// must act while a call of its own is blocked runs the call in a named
+// function and waits until that goroutine is seen blocked.
+func GoroutineState(marker string) string {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if !strings.Contains(g, marker) {
+			continue
+		}
+		_, rest, _ := strings.Cut(g, "[")
+		st, _, _ := strings.Cut(rest, "]")
+		st, _, _ = strings.Cut(st, ",") // "select, 2 minutes"
+		return st
+	}
+	return ""
+}
+
+// Blocked says whether a goroutine state from GoroutineState is one of a
+// goroutine that waits (on a channel, a lock, a system call...).
+func Blocked(state string) bool {
+	return state != "" && state != "running" && state != "runnable"
 }

@@ -7,12 +7,12 @@ import (
 	"net"
 	"os"
 	"runtime"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/vfs"
 )
 
@@ -405,10 +405,7 @@ func getattrWaitsFor(t *testing.T, root vfs.Node, what string, release func()) {
 		res <- err
 	}()
 	const marker = "ninep.getattrWaitsFor.func1"
-	blocked := func() bool {
-		st := goroutineState(marker)
-		return st != "" && st != "running" && st != "runnable"
-	}
+	blocked := func() bool { return testenv.Blocked(testenv.GoroutineState(marker)) }
 	for start := time.Now(); !blocked(); time.Sleep(time.Millisecond) {
 		select {
 		case err := <-res:
@@ -416,34 +413,17 @@ func getattrWaitsFor(t *testing.T, root vfs.Node, what string, release func()) {
 		default:
 		}
 		if time.Since(start) > hangBound {
-			t.Fatalf("getattr waiting for %s: not blocked after %v (%q)", what, hangBound, goroutineState(marker))
+			t.Fatalf("getattr waiting for %s: not blocked after %v (%q)", what, hangBound, testenv.GoroutineState(marker))
 		}
 	}
 	for range 50 {
 		time.Sleep(2 * time.Millisecond)
 		if !blocked() {
-			t.Fatalf("getattr waiting for %s woke without a release (%q): it spins", what, goroutineState(marker))
+			t.Fatalf("getattr waiting for %s woke without a release (%q): it spins", what, testenv.GoroutineState(marker))
 		}
 	}
 	release()
 	if err := within(t, "getattr once "+what+" is given back", func() error { return <-res }); err != nil {
 		t.Errorf("getattr: %v", err)
 	}
-}
-
-// goroutineState is the state (select, chan receive, running, ...) of
-// the goroutine whose stack names marker, "" if none does.
-func goroutineState(marker string) string {
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		if !strings.Contains(g, marker) {
-			continue
-		}
-		_, rest, _ := strings.Cut(g, "[")
-		st, _, _ := strings.Cut(rest, "]")
-		st, _, _ = strings.Cut(st, ",") // "select, 2 minutes"
-		return st
-	}
-	return ""
 }
