@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gsvfs/gsvfs/internal/testenv"
 )
 
 // fakeRunner records runs and ends each with exit code 0.
@@ -102,10 +104,7 @@ not a line
 	}
 	// Runs end in goroutines of their own: wait for the last ones.
 	table := string(d.Table())
-	for end := time.Now().Add(5 * time.Second); strings.Contains(table, "running") && time.Now().Before(end); {
-		time.Sleep(10 * time.Millisecond)
-		table = string(d.Table())
-	}
+	testenv.Poll(5*time.Second, func() bool { table = string(d.Table()); return !strings.Contains(table, "running") })
 	for _, want := range []string{"*/5 * * * *", "next 2026-11-24T10:15:00Z", "exit 0", "refused\tline 5: not a line", "refused\tline 6: * * * *"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("/sys/cron lacks %q:\n%s", want, table)
@@ -393,9 +392,7 @@ func TestHistoryAndControl(t *testing.T) {
 	mu.Unlock()
 	close(run.gate)
 	want := id + "\tcron-" + id + "-1\tby ctl\tstart 2026-11-24T10:00:00Z\tend 2026-11-24T10:01:30Z\texit 0\tcompleted\n"
-	for end := time.Now().Add(5 * time.Second); !strings.Contains(string(d.History()), want) && time.Now().Before(end); {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.Poll(5*time.Second, func() bool { return strings.Contains(string(d.History()), want) })
 	if h := string(d.History()); !strings.Contains(h, want) {
 		t.Errorf("/sys/cron/history after an edit: %q, want %q", h, want)
 	}

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/vfs"
 	"github.com/gsvfs/gsvfs/vfs/ninep"
 )
@@ -175,13 +176,7 @@ func startDeviceServing(t *testing.T, tok Token, id string, tree vfs.Node) (canc
 
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 5s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.WaitFor(t, 5*time.Second, what, cond)
 }
 
 func readAll(t *testing.T, root vfs.Node, name string) (string, error) {

@@ -217,13 +217,7 @@ func wantErrno(t *testing.T, what string, err error, want syscall.Errno) {
 // eventually polls cond until it holds or hangBound passes.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(hangBound)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not so after %v", what, hangBound)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testenv.WaitFor(t, hangBound, what, cond)
 }
 
 // A finished session is forgotten once the retention time has passed on

@@ -210,12 +210,9 @@ func TestEndlessDirectoryBounded(t *testing.T) {
 func waitGoroutines(t *testing.T, want int) {
 	t.Helper()
 	var got int
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-		if got = runtime.NumGoroutine(); got <= want {
-			return
-		}
+	if !testenv.Poll(10*time.Second, func() bool { got = runtime.NumGoroutine(); return got <= want }) {
+		t.Errorf("goroutines: %d, want at most %d", got, want)
 	}
-	t.Errorf("goroutines: %d, want at most %d", got, want)
 }
 
 // A server that answers its liveness probes but nothing else: a call
