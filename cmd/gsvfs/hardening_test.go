@@ -272,8 +272,12 @@ func TestTmpfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	unix.Write(fd, []byte("gone"))
-	unix.Close(fd)
+	if _, err := unix.Write(fd, []byte("gone")); err != nil {
+		t.Fatalf("write of the O_TMPFILE file never linked: %v", err)
+	}
+	if err := unix.Close(fd); err != nil {
+		t.Fatalf("close of the O_TMPFILE file never linked: %v", err)
+	}
 	if after, _ := os.ReadDir(filepath.Join(d.Root, "workspaces")); len(after) != len(before) {
 		t.Errorf("an O_TMPFILE file never linked left %d entries behind", len(after)-len(before))
 	}

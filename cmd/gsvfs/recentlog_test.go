@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -57,7 +56,7 @@ func TestSysLog(t *testing.T) {
 	// tail -f may start late on a loaded machine: write markers until it
 	// shows one, each line once.
 	follow := exec.Command("tail", "-n", "0", "-f", d.Path("sys/log"))
-	var out syncBuffer
+	var out testenv.LogBuffer
 	follow.Stdout = &out
 	if err := follow.Start(); err != nil {
 		t.Fatal(err)
@@ -73,22 +72,4 @@ func TestSysLog(t *testing.T) {
 	if !strings.Contains(out.String(), `line="second marker"`) || strings.Contains(out.String(), "first marker") {
 		t.Errorf("tail -f /sys/log: %q", out.String())
 	}
-}
-
-// syncBuffer is a buffer a child process writes while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
