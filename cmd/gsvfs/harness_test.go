@@ -3,12 +3,10 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -83,44 +81,8 @@ func launch(t testing.TB, d *daemon, args ...string) *daemon {
 	if d.bin != "" {
 		bin = d.bin
 	}
-	cmd := exec.Command(bin, args...)
-	if len(d.prefix) > 0 {
-		cmd = exec.Command(d.prefix[0], append(append(d.prefix[1:len(d.prefix):len(d.prefix)], bin), args...)...)
-	}
-	cmd.Env = d.env
-	if d.cred != nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: d.cred}
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.cmd, d.done, d.log = cmd, make(chan error, 1), &testenv.LogBuffer{}
-	cmd.Stderr = d.log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "serving") {
-				ready <- sc.Text()
-			}
-		}
-		close(ready)
-	}()
-	go func() { d.done <- cmd.Wait() }()
-	select {
-	case _, ok := <-ready:
-		if !ok {
-			err := <-d.done
-			t.Fatalf("gsvfs %s exited before it was ready: %v\n%s", args[0], err, d.log)
-		}
-	case <-time.After(20 * time.Second):
-		cmd.Process.Kill()
-		t.Fatalf("gsvfs %s not ready after 20s\n%s", args[0], d.log)
-	}
+	p := testenv.Start(t, testenv.Server{Path: bin, Args: args, Prefix: d.prefix, Env: d.env, Cred: d.cred, Ready: "serving"})
+	d.cmd, d.done, d.log = p.Cmd, p.Done, p.Log
 	return d
 }
 
