@@ -371,11 +371,7 @@ func TestNodeKeptDuringCall(t *testing.T) {
 		_, err := (<-nodes).Attr(ctx) // held by the server
 		res <- err
 	}()
-	for start := time.Now(); held.Load() == 0; time.Sleep(time.Millisecond) {
-		if time.Since(start) > hangBound {
-			t.Fatalf("the getattr never reached the server")
-		}
-	}
+	testenv.WaitFor(t, hangBound, "the getattr reaching the server", func() bool { return held.Load() != 0 })
 	for range 20 {
 		runtime.GC()
 		time.Sleep(time.Millisecond) // let cleanups queued by the collector run

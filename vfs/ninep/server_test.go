@@ -266,12 +266,7 @@ func TestVanishedClientLeaksNothing(t *testing.T) {
 	}
 	c.nc.Close() // vanish without clunking anything
 
-	within(t, "server noticing the client left", func() error {
-		for srv.connCount() > 0 || b.opens.Load() > 0 {
-			time.Sleep(5 * time.Millisecond)
-		}
-		return nil
-	})
+	testenv.WaitFor(t, hangBound, "server noticing the client left", func() bool { return srv.connCount() == 0 && b.opens.Load() == 0 })
 	select {
 	case <-b.ended:
 	case <-time.After(hangBound):
