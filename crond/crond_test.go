@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gsvfs/gsvfs/internal/testenv"
 )
 
 // fakeRunner records runs and ends each with exit code 0.
@@ -67,13 +69,15 @@ func runFor(t *testing.T, d *Daemon, clock *fakeTime, until time.Time) {
 func TestSchedules(t *testing.T) {
 	dir := t.TempDir()
 	tab := filepath.Join(dir, "crontab")
-	os.WriteFile(tab, []byte(`# a comment
+	if err := os.WriteFile(tab, []byte(`# a comment
 */5 * * * * make -C /workspaces/app check
 @every 2s   echo   tick
 @reboot echo booted
 not a line
 * * * *
-`), 0o644)
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	clock := &fakeTime{now: time.Date(2026, 11, 24, 10, 0, 30, 0, time.UTC)}
 	run := &fakeRunner{}
 	d := New(Options{File: tab, Runner: run, Clock: clock.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -101,10 +105,7 @@ not a line
 	}
 	// Runs end in goroutines of their own: wait for the last ones.
 	table := string(d.Table())
-	for end := time.Now().Add(5 * time.Second); strings.Contains(table, "running") && time.Now().Before(end); {
-		time.Sleep(10 * time.Millisecond)
-		table = string(d.Table())
-	}
+	testenv.Poll(5*time.Second, func() bool { table = string(d.Table()); return !strings.Contains(table, "running") })
 	for _, want := range []string{"*/5 * * * *", "next 2026-11-24T10:15:00Z", "exit 0", "refused\tline 5: not a line", "refused\tline 6: * * * *"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("/sys/cron lacks %q:\n%s", want, table)
@@ -122,20 +123,66 @@ func TestReloadLive(t *testing.T) {
 	if n := len(run.names()); n != 0 {
 		t.Fatalf("runs without a crontab: %d", n)
 	}
-	os.WriteFile(tab, []byte("@every 1s date\n"), 0o644)
+	if err := os.WriteFile(tab, []byte("@every 1s date\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	runFor(t, d, clock, clock.Now().Add(5*time.Second))
 	if n := len(run.names()); n < 3 {
 		t.Errorf("runs after the crontab appeared: %d, want about 4", n)
 	}
 	// A job that stays keeps its count; its sessions are numbered on.
-	os.WriteFile(tab, []byte("@every 1s date\n@every 1h later\n"), 0o644)
+	if err := os.WriteFile(tab, []byte("@every 1s date\n@every 1h later\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	future := time.Now().Add(time.Hour)
-	os.Chtimes(tab, future, future) // a new stamp even within the same second
+	if err := os.Chtimes(tab, future, future); err != nil { // a new stamp even within the same second
+		t.Fatal(err)
+	}
 	before := len(run.names())
 	runFor(t, d, clock, clock.Now().Add(3*time.Second))
 	names := run.names()
 	if len(names) <= before || !strings.Contains(names[len(names)-1], "-"+strconv.Itoa(len(names))+": date") {
 		t.Errorf("runs after an edit: %q", names)
+	}
+}
+
+// A line taken out of the crontab runs no more, while the lines left go
+// on: ten seconds of the injected clock, against which the absence of
+// runs means something, at no cost in real time.
+func TestRemovedLineStops(t *testing.T) {
+	tab := filepath.Join(t.TempDir(), "crontab")
+	if err := os.WriteFile(tab, []byte("@every 1s date\n@every 1s true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	clock := &fakeTime{now: time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)}
+	run := &fakeRunner{}
+	d := New(Options{File: tab, Runner: run, Clock: clock.Now, Log: quiet()})
+	count := func(command string) (n int) {
+		for _, r := range run.names() {
+			if strings.HasSuffix(r, ": "+command) {
+				n++
+			}
+		}
+		return n
+	}
+	runFor(t, d, clock, clock.Now().Add(3*time.Second))
+	if count("date") == 0 {
+		t.Fatalf("no run of a job due every second in 3s: %q", run.names())
+	}
+	if err := os.WriteFile(tab, []byte("@every 1s true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	future := time.Now().Add(time.Hour)
+	if err := os.Chtimes(tab, future, future); err != nil { // a new stamp even within the same second
+		t.Fatal(err)
+	}
+	dates, trues := count("date"), count("true")
+	runFor(t, d, clock, clock.Now().Add(10*time.Second))
+	if n := count("date"); n != dates {
+		t.Errorf("the removed line ran %d times more in 10s", n-dates)
+	}
+	if n := count("true"); n < trues+5 {
+		t.Errorf("the line left ran %d times in 10s, want about 10", n-trues)
 	}
 }
 
@@ -153,7 +200,9 @@ func TestAccess(t *testing.T) {
 			if err := os.WriteFile(tab, []byte("@hourly true\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			os.Chmod(tab, c.mode)
+			if err := os.Chmod(tab, c.mode); err != nil {
+				t.Fatal(err)
+			}
 		}
 		gotUid, gotGid, perm := d.Access()
 		if gotUid != uid || gotGid != gid || perm != c.want {
@@ -197,13 +246,15 @@ func TestOneShots(t *testing.T) {
 	run := &fakeRunner{}
 	d := New(Options{File: tab, Runner: run, Clock: clock.Now, Log: quiet()})
 	runFor(t, d, clock, clock.Now().Add(2*time.Second)) // the crontab appears after start
-	os.WriteFile(tab, []byte(`@at 2026-11-24T10:00:05Z echo utc
+	if err := os.WriteFile(tab, []byte(`@at 2026-11-24T10:00:05Z echo utc
 CRON_TZ=Europe/Paris @at 2026-11-24T11:00:07 echo paris
 @at 2026-11-24T12:00:09+02:00 echo offset
 @at 2026-11-24T11:00:11 echo local
 @at 2026-11-24T09:00 echo past
 @in 3s echo in
-`), 0o644)
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	read := clock.Now().Add(time.Second) // read at the next tick
 	runFor(t, d, clock, clock.Now().Add(20*time.Second))
 	want := map[string]time.Time{
@@ -238,12 +289,18 @@ func TestInAcrossEditsAndRestart(t *testing.T) {
 	run := &fakeRunner{}
 	d := New(Options{File: tab, Runner: run, Clock: clock.Now, Log: quiet()})
 	runFor(t, d, clock, clock.Now().Add(2*time.Second))
-	os.WriteFile(tab, []byte("@in 10s echo later\n@every 10s echo every\n"), 0o644)
+	if err := os.WriteFile(tab, []byte("@in 10s echo later\n@every 10s echo every\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	due := clock.Now().Add(11 * time.Second) // read at the next tick
 	runFor(t, d, clock, clock.Now().Add(5*time.Second))
-	os.WriteFile(tab, []byte("# an edit\n@every 1h echo other\n@in   10s echo later\n@every 10s echo every\n"), 0o644)
+	if err := os.WriteFile(tab, []byte("# an edit\n@every 1h echo other\n@in   10s echo later\n@every 10s echo every\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	future := time.Now().Add(time.Hour)
-	os.Chtimes(tab, future, future)
+	if err := os.Chtimes(tab, future, future); err != nil {
+		t.Fatal(err)
+	}
 	runFor(t, d, clock, clock.Now().Add(20*time.Second))
 	history := string(d.History())
 	if n := count(run, "echo later"); n != 1 || !strings.Contains(history, "-1\tby schedule\tstart "+due.Format(time.RFC3339)) {
@@ -263,14 +320,16 @@ func TestInAcrossEditsAndRestart(t *testing.T) {
 // is refused with why; @every takes days.
 func TestZonesAndDays(t *testing.T) {
 	tab := filepath.Join(t.TempDir(), "crontab")
-	os.WriteFile(tab, []byte(`CRON_TZ=Europe/Paris 0 9 * * * echo paris
+	if err := os.WriteFile(tab, []byte(`CRON_TZ=Europe/Paris 0 9 * * * echo paris
 CRON_TZ=Mars/Olympus 0 9 * * * echo mars
 CRON_TZ=Europe/Paris
 FOO=bar
 @every 1d12h echo long
 @every 2d echo days
 @every 1x echo bad
-`), 0o644)
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	now := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
 	d := New(Options{File: tab, Runner: &fakeRunner{}, Clock: func() time.Time { return now }, Log: quiet()})
 	d.begin(t.Context())
@@ -309,7 +368,9 @@ func (g *gatedRunner) Run(name, command string) (func(context.Context) Result, e
 // included; ctl runs a job now, and refuses what names no verb or job.
 func TestHistoryAndControl(t *testing.T) {
 	tab := filepath.Join(t.TempDir(), "crontab")
-	os.WriteFile(tab, []byte("@hourly make check\n"), 0o644)
+	if err := os.WriteFile(tab, []byte("@hourly make check\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	now := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
 	var mu sync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
@@ -323,16 +384,16 @@ func TestHistoryAndControl(t *testing.T) {
 	if !strings.Contains(tableLine(d, "make check"), "running cron-"+id+"-1") {
 		t.Errorf("/sys/cron/jobs during the run: %q", tableLine(d, "make check"))
 	}
-	os.WriteFile(tab, []byte("# an edit\n@every 1h echo other\n@hourly   make check\n"), 0o644)
+	if err := os.WriteFile(tab, []byte("# an edit\n@every 1h echo other\n@hourly   make check\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	d.reload(t.Context(), false)
 	mu.Lock()
 	now = now.Add(90 * time.Second)
 	mu.Unlock()
 	close(run.gate)
 	want := id + "\tcron-" + id + "-1\tby ctl\tstart 2026-11-24T10:00:00Z\tend 2026-11-24T10:01:30Z\texit 0\tcompleted\n"
-	for end := time.Now().Add(5 * time.Second); !strings.Contains(string(d.History()), want) && time.Now().Before(end); {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.Poll(5*time.Second, func() bool { return strings.Contains(string(d.History()), want) })
 	if h := string(d.History()); !strings.Contains(h, want) {
 		t.Errorf("/sys/cron/history after an edit: %q, want %q", h, want)
 	}

@@ -18,27 +18,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/vfs"
 	"github.com/gsvfs/gsvfs/vfs/ninep"
 )
-
-// logBuffer collects a daemon's log lines for the test to look into.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
 
 // testGateway is a gateway listening on loopback with its own identity
 // and store, recording what it mounts.
@@ -47,7 +30,7 @@ type testGateway struct {
 	store   *Store
 	id      *Identity
 	addr    string
-	log     *logBuffer
+	log     *testenv.LogBuffer
 	mu      sync.Mutex
 	mounted map[string]vfs.Node
 	stop    func()
@@ -70,7 +53,7 @@ func startGatewayAt(t *testing.T, dir, addr string) *testGateway {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tg := &testGateway{store: store, id: id, log: &logBuffer{}, mounted: map[string]vfs.Node{}}
+	tg := &testGateway{store: store, id: id, log: &testenv.LogBuffer{}, mounted: map[string]vfs.Node{}}
 	tg.Gateway, err = NewGateway(store, GatewayOptions{
 		Self: "gw", Identity: id, Log: slog.New(slog.NewTextHandler(tg.log, nil)),
 		Mount: func(id string, n vfs.Node) {
@@ -132,7 +115,7 @@ func (tg *testGateway) describeOf(t *testing.T, id string) descriptor {
 
 // startDevice joins a device serving a one-file tree; its context ends
 // the joining.
-func startDevice(t *testing.T, tok Token, id string) (cancel func(), log *logBuffer) {
+func startDevice(t *testing.T, tok Token, id string) (cancel func(), log *testenv.LogBuffer) {
 	t.Helper()
 	cancel, log, _ = startDeviceEnded(t, tok, id)
 	return cancel, log
@@ -140,7 +123,7 @@ func startDevice(t *testing.T, tok Token, id string) (cancel func(), log *logBuf
 
 // startDeviceEnded is startDevice that also yields what Join returned,
 // once it returns.
-func startDeviceEnded(t *testing.T, tok Token, id string) (cancel func(), log *logBuffer, ended <-chan error) {
+func startDeviceEnded(t *testing.T, tok Token, id string) (cancel func(), log *testenv.LogBuffer, ended <-chan error) {
 	t.Helper()
 	tree := vfs.NewStaticDir(map[string]vfs.Node{"hello": vfs.NewTextFile([]byte("hi from " + id + "\n"))})
 	return startDeviceServing(t, tok, id, tree)
@@ -148,7 +131,7 @@ func startDeviceEnded(t *testing.T, tok Token, id string) (cancel func(), log *l
 
 // startDeviceServing joins a device serving tree; ended yields what Join
 // returned, once it returns.
-func startDeviceServing(t *testing.T, tok Token, id string, tree vfs.Node) (cancel func(), log *logBuffer, ended <-chan error) {
+func startDeviceServing(t *testing.T, tok Token, id string, tree vfs.Node) (cancel func(), log *testenv.LogBuffer, ended <-chan error) {
 	t.Helper()
 	ident, err := LoadIdentity(filepath.Join(t.TempDir(), "private"))
 	if err != nil {
@@ -156,7 +139,7 @@ func startDeviceServing(t *testing.T, tok Token, id string, tree vfs.Node) (canc
 	}
 	srv := ninep.NewServer(tree, ninep.ServerOptions{})
 	ctx, stop := context.WithCancel(context.Background())
-	log = &logBuffer{}
+	log = &testenv.LogBuffer{}
 	done, result := make(chan struct{}), make(chan error, 1)
 	go func() {
 		defer close(done)
@@ -175,13 +158,7 @@ func startDeviceServing(t *testing.T, tok Token, id string, tree vfs.Node) (canc
 
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 5s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.WaitFor(t, 5*time.Second, what, cond)
 }
 
 func readAll(t *testing.T, root vfs.Node, name string) (string, error) {
@@ -244,7 +221,7 @@ func TestNewerLinkWins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	join := func(log *logBuffer) (stopped chan error, cancel func()) {
+	join := func(log *testenv.LogBuffer) (stopped chan error, cancel func()) {
 		srv := ninep.NewServer(vfs.NewStaticDir(nil), ninep.ServerOptions{})
 		t.Cleanup(func() { srv.Close(context.Background()) })
 		ctx, cancel := context.WithCancel(context.Background())
@@ -256,7 +233,7 @@ func TestNewerLinkWins(t *testing.T) {
 		}()
 		return stopped, cancel
 	}
-	oldLog, newLog := &logBuffer{}, &logBuffer{}
+	oldLog, newLog := &testenv.LogBuffer{}, &testenv.LogBuffer{}
 	oldDone, _ := join(oldLog)
 	eventually(t, "the first daemon online", func() bool { return gw.describeOf(t, "lap").Online })
 	newDone, _ := join(newLog)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/vfs"
 	"github.com/gsvfs/gsvfs/vfs/ninep"
 )
@@ -151,7 +152,7 @@ func TestJoinFinalOrRetried(t *testing.T) {
 	gone.Addr = l.Addr().String()
 	l.Close()
 	ident, _ := LoadIdentity(filepath.Join(t.TempDir(), "p"))
-	log := &logBuffer{}
+	log := &testenv.LogBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ended := make(chan error, 1)

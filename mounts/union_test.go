@@ -17,9 +17,13 @@ func hostDir(t *testing.T, files map[string]string) (string, vfs.Node) {
 	dir := t.TempDir()
 	for p, data := range files {
 		full := filepath.Join(dir, p)
-		os.MkdirAll(filepath.Dir(full), 0o755)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		if data != "/" {
-			os.WriteFile(full, []byte(data), 0o644)
+			if err := os.WriteFile(full, []byte(data), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	d, err := diskfs.New(dir)
@@ -114,7 +118,9 @@ func TestUnionSkills(t *testing.T) {
 	} else if got, err := walk(t, u, "link.md").(vfs.Readlinker).Readlink(ctx); err != nil || got != "renamed.md" {
 		t.Errorf("readlink through the union: %q, %v", got, err)
 	}
-	os.Remove(filepath.Join(ownDir, "link.md"))
+	if err := os.Remove(filepath.Join(ownDir, "link.md")); err != nil {
+		t.Fatal(err)
+	}
 	if err := u.Rename(ctx, "mine.md", u, "renamed.md"); err != nil {
 		t.Errorf("renaming the agent's file: %v", err)
 	}

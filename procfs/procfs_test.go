@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/shelld"
 	"github.com/gsvfs/gsvfs/vfs"
 )
@@ -216,13 +217,7 @@ func wantErrno(t *testing.T, what string, err error, want syscall.Errno) {
 // eventually polls cond until it holds or hangBound passes.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(hangBound)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not so after %v", what, hangBound)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testenv.WaitFor(t, hangBound, what, cond)
 }
 
 // A finished session is forgotten once the retention time has passed on
@@ -907,17 +902,33 @@ func TestYield(t *testing.T) {
 	if n != 0 || err == nil || time.Since(start) > 3*time.Second {
 		t.Errorf("an interrupted wait: %d bytes, %v after %v; want an error at once", n, err, time.Since(start))
 	}
-	// Ending the process ends the wait at once.
-	go func() {
-		time.Sleep(50 * time.Millisecond)
-		write(walk(t, dir, "ctl"), "kill")
-	}()
-	buf := make([]byte, 4096)
-	n, err = h.ReadAt(bg, buf, 0)
-	if !strings.Contains(string(buf[:n]), `"status":"killed"`) {
-		t.Errorf("wait across a kill: %q, %v", buf[:n], err)
+	// Ending the process ends the wait at once: the kill comes once the
+	// read is seen waiting.
+	got := make(chan string, 1)
+	go func() { got <- readAcrossKill(h) }()
+	testenv.WaitFor(t, 10*time.Second, "a read of wait blocked", func() bool {
+		return testenv.Blocked(testenv.GoroutineState("procfs.readAcrossKill"))
+	})
+	if err := write(walk(t, dir, "ctl"), "kill"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case out := <-got:
+		if !strings.Contains(out, `"status":"killed"`) {
+			t.Errorf("wait across a kill: %s", out)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a wait goes on 10s after its session was killed")
 	}
 	h.Close()
+}
+
+// readAcrossKill reads h, a session's wait, and says what it got; it is a
+// function of its own so that its goroutine can be found blocked.
+func readAcrossKill(h vfs.Handle) string {
+	buf := make([]byte, 4096)
+	n, err := h.ReadAt(bg, buf, 0)
+	return fmt.Sprintf("%s (error %v)", buf[:n], err)
 }
 
 // clone makes sessions with fresh numbers, skipping names taken by mkdir.

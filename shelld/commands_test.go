@@ -2,6 +2,7 @@ package shelld
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gsvfs/gsvfs/internal/testenv"
 )
 
 // testShells are the interactive shells the command records are tested
@@ -79,13 +82,10 @@ func waitCommand(t *testing.T, s *Session, n int) Command {
 // waitStatus waits until the session's status is want.
 func waitStatus(t *testing.T, s *Session, want string) {
 	t.Helper()
-	deadline := time.Now().Add(hangBound)
-	for s.Status().Status != want {
-		if time.Now().After(deadline) {
-			t.Fatalf("session never %s: %+v; output:\n%s", want, s.Status(), output(s))
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testenv.Eventually(t, hangBound, "session "+want, func() (bool, string) {
+		st := s.Status()
+		return st.Status == want, fmt.Sprintf("%+v; output:\n%s", st, output(s))
+	})
 }
 
 // run writes line to the shell and waits for its record.

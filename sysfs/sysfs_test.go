@@ -143,8 +143,12 @@ func TestCronGuarded(t *testing.T) {
 func TestUsers(t *testing.T) {
 	tab := mounts.New()
 	dir := t.TempDir()
-	os.Mkdir(dir+"/alice", 0o755)
-	os.WriteFile(dir+"/notes", nil, 0o644)
+	if err := os.Mkdir(dir+"/alice", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir+"/notes", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	d, err := diskfs.New(dir)
 	if err != nil {
 		t.Fatal(err)

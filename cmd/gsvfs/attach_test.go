@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/shelld"
 )
 
@@ -38,6 +39,7 @@ func TestAttachOverMount(t *testing.T) {
 	tm.typeLine("one", "echo hi-$((6*7))")
 	tm.waitFor("one", regexp.MustCompile(`(?m)^hi-42\s*$`))
 	// Reads of the stream now end empty every 100ms; attach must read on.
+	// Time is what is tested: several of those empty reads must pass.
 	time.Sleep(500 * time.Millisecond)
 	tm.typeLine("one", "stty size")
 	tm.waitFor("one", regexp.MustCompile(`(?m)^30 100\s*$`))
@@ -73,7 +75,8 @@ func TestAttachOverSocket(t *testing.T) {
 	tm.waitFor("sock", regexp.MustCompile(`(?m)^over-42\s*$`))
 	// attach's read of the stream now waits for output (up to the yield
 	// time, 5 s), while its 9P client probes the quiet server every
-	// 300ms; the connection must live through that.
+	// 300ms; the connection must live through that (time is what is
+	// tested: several probes must pass).
 	time.Sleep(1500 * time.Millisecond)
 	tm.typeLine("sock", "echo still-$((6*7))")
 	tm.waitFor("sock", regexp.MustCompile(`(?m)^still-42\s*$`))
@@ -270,7 +273,7 @@ func (tm *atTmux) until(name string, re *regexp.Regexp, again func()) []string {
 	tm.t.Helper()
 	var m []string
 	last := time.Time{}
-	procEventually(tm.t, procBound, fmt.Sprintf("pane %s shows %s", name, re), func() (bool, string) {
+	testenv.Eventually(tm.t, procBound, fmt.Sprintf("pane %s shows %s", name, re), func() (bool, string) {
 		if again != nil && time.Since(last) > 500*time.Millisecond {
 			again()
 			last = time.Now()

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gsvfs/gsvfs/internal/testenv"
 )
 
 // A line added to /etc/crontab through the mount runs as /proc sessions
@@ -23,14 +25,10 @@ func TestCrontab(t *testing.T) {
 		t.Fatal(err)
 	}
 	var runs []string
-	deadline := time.Now().Add(15 * time.Second)
-	for len(runs) < 2 && time.Now().Before(deadline) {
-		time.Sleep(200 * time.Millisecond)
+	testenv.Eventually(t, 15*time.Second, "two cron sessions", func() (bool, string) {
 		runs, _ = filepath.Glob(d.Path("proc/cron-echo-*"))
-	}
-	if len(runs) < 2 {
-		t.Fatalf("cron sessions after 15 s: %q", runs)
-	}
+		return len(runs) >= 2, fmt.Sprint(runs)
+	})
 	first := runs[0]
 	if !strings.HasSuffix(first, "-1") {
 		t.Errorf("first run's session: %s, want a name ending in -1", first)
@@ -49,15 +47,17 @@ func TestCrontab(t *testing.T) {
 	// whose runs show that the daemon went on running due jobs. Cron
 	// starts a run's session before it reads the crontab again, so once
 	// /sys/cron/jobs lacks the line every run of it has its session.
-	os.WriteFile(d.Path("etc/crontab"), []byte("@every 1s true\n"), 0o644)
-	if !waitFor(30*time.Second, func() bool {
+	if err := os.WriteFile(d.Path("etc/crontab"), []byte("@every 1s true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !testenv.Poll(30*time.Second, func() bool {
 		b, err := os.ReadFile(d.Path("sys/cron/jobs"))
 		return err == nil && !strings.Contains(string(b), "echo") && strings.Contains(string(b), "true")
 	}) {
 		t.Fatalf("/sys/cron/jobs still shows the removed line after 30 s")
 	}
 	before, _ := filepath.Glob(d.Path("proc/cron-echo-*"))
-	if !waitFor(30*time.Second, func() bool {
+	if !testenv.Poll(30*time.Second, func() bool {
 		others, _ := filepath.Glob(d.Path("proc/cron-true-*"))
 		return len(others) >= 3
 	}) {
@@ -86,12 +86,10 @@ func TestCronPrivateCrontab(t *testing.T) {
 	}
 	// The table as root, once the daemon has read the crontab.
 	var table []byte
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	testenv.Poll(15*time.Second, func() bool {
 		table, _ = os.ReadFile(d.Path("sys/cron/jobs"))
-		if strings.Contains(string(table), "refused") {
-			break
-		}
-	}
+		return strings.Contains(string(table), "refused")
+	})
 	if !strings.Contains(string(table), secret) || !strings.Contains(string(table), refusedSecret) {
 		t.Fatalf("/sys/cron/jobs read by root, who may read the crontab: %q; want all of it", table)
 	}
@@ -126,7 +124,7 @@ func TestCronPrivateCrontab(t *testing.T) {
 func cronJob(t *testing.T, d *daemon, command string) string {
 	t.Helper()
 	var line string
-	procEventually(t, 15*time.Second, "a line for "+command+" in /sys/cron/jobs", func() (bool, string) {
+	testenv.Eventually(t, 15*time.Second, "a line for "+command+" in /sys/cron/jobs", func() (bool, string) {
 		line = cronLine(d, command)
 		return line != "", line
 	})
@@ -151,7 +149,7 @@ func cronID(line string) string {
 // cronHistory waits until /sys/cron/history has a line containing want.
 func cronHistory(t *testing.T, d *daemon, want string) {
 	t.Helper()
-	procEventually(t, 30*time.Second, "/sys/cron/history with "+want, func() (bool, string) {
+	testenv.Eventually(t, 30*time.Second, "/sys/cron/history with "+want, func() (bool, string) {
 		b, _ := os.ReadFile(d.Path("sys/cron/history"))
 		return strings.Contains(string(b), want), string(b)
 	})
@@ -171,7 +169,7 @@ func TestCronCtlRun(t *testing.T) {
 		t.Fatalf("echo run %s > /sys/cron/ctl: %v", id, err)
 	}
 	session := d.Path("proc/cron-" + id + "-1")
-	procEventually(t, 15*time.Second, "the run's session", func() (bool, string) {
+	testenv.Eventually(t, 15*time.Second, "the run's session", func() (bool, string) {
 		_, err := os.Stat(session)
 		return err == nil, fmt.Sprint(err)
 	})
@@ -210,7 +208,7 @@ func TestCronHistoryAcrossEdit(t *testing.T) {
 	if err := os.WriteFile(d.Path("sys/cron/ctl"), []byte("run "+id+"\n"), 0o644); err != nil {
 		t.Fatalf("echo run %s > /sys/cron/ctl: %v", id, err)
 	}
-	procEventually(t, 15*time.Second, "the run going on in /sys/cron/jobs", func() (bool, string) {
+	testenv.Eventually(t, 15*time.Second, "the run going on in /sys/cron/jobs", func() (bool, string) {
 		line := cronLine(d, command)
 		return strings.Contains(line, "running cron-"+id+"-1"), line
 	})
@@ -247,7 +245,7 @@ func TestCronOneShotsAndZones(t *testing.T) {
 	}
 	once := map[string]string{}
 	for _, command := range []string{"echo in once", "echo at once"} {
-		procEventually(t, 30*time.Second, command+" done in /sys/cron/jobs", func() (bool, string) {
+		testenv.Eventually(t, 30*time.Second, command+" done in /sys/cron/jobs", func() (bool, string) {
 			line := cronLine(d, command)
 			return strings.Contains(line, "\tnext done\tlast cron-") && strings.Contains(line, " completed exit 0 ended "), line
 		})
@@ -261,7 +259,7 @@ func TestCronOneShotsAndZones(t *testing.T) {
 	if err := os.WriteFile(d.Path("etc/crontab"), []byte(tab+"@every 1s true\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	procEventually(t, 30*time.Second, "three runs of a new job", func() (bool, string) {
+	testenv.Eventually(t, 30*time.Second, "three runs of a new job", func() (bool, string) {
 		runs, _ := filepath.Glob(d.Path("proc/cron-true-*"))
 		return len(runs) >= 3, fmt.Sprint(runs)
 	})

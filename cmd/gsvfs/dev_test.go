@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gsvfs/gsvfs/devfs"
+	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/vfs/vfstest"
 )
 
@@ -58,21 +59,10 @@ func TestDevLog(t *testing.T) {
 		t.Fatalf("writing /dev/log as uid 1000: %q", out)
 	}
 	for _, want := range []string{`uid=1000 line="from uid 1000"`, `uid=1000 line="second line"`} {
-		if !eventuallyContains(d.log.String, want) {
+		if !testenv.Poll(5*time.Second, func() bool { return strings.Contains(d.log.String(), want) }) {
 			t.Errorf("daemon log lacks %s:\n%s", want, d.log)
 		}
 	}
-}
-
-// eventuallyContains waits up to 5 s for get to return text holding want.
-func eventuallyContains(get func() string, want string) bool {
-	for range 100 {
-		if strings.Contains(get(), want) {
-			return true
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return false
 }
 
 // An ordinary user flooding /dev/log (yes into it, and a loop that opens
@@ -124,7 +114,7 @@ func TestDevLogFloodBounded(t *testing.T) {
 		t.Errorf("/sys/stats: %q; want a dev/log line with the dropped lines counted", stats)
 	}
 	logText := func() string { b, _ := os.ReadFile(filepath.Join(root, "gsvfs.log")); return string(b) }
-	if !eventuallyContains(logText, `uid=0 line="root after the flood"`) {
+	if !testenv.Poll(5*time.Second, func() bool { return strings.Contains(logText(), `uid=0 line="root after the flood"`) }) {
 		t.Errorf("root's line after the flood is not in the log")
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/vfs"
 )
 
@@ -143,12 +144,9 @@ func readDesc(t *testing.T, mnt, id string) deviceDesc {
 func waitOnline(t *testing.T, mnt, id string, want bool, limit time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
-	for readDesc(t, mnt, id).Online != want {
-		if time.Since(start) > limit {
-			t.Fatalf("/sys/devices/%s: online is not %v after %v", id, want, limit)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.WaitFor(t, limit, fmt.Sprintf("/sys/devices/%s says online is %v", id, want), func() bool {
+		return readDesc(t, mnt, id).Online == want
+	})
 	return time.Since(start)
 }
 
@@ -175,8 +173,12 @@ func TestDevicesAcrossNamespaces(t *testing.T) {
 	// alpha exports a host directory of its own, less what it refuses.
 	src := filepath.Join(base, "src")
 	for p, data := range map[string]string{"go.mod": "module x\n", "secrets/token": "hidden\n", "keep/.ssh/id": "key\n"} {
-		os.MkdirAll(filepath.Dir(filepath.Join(src, p)), 0o755)
-		os.WriteFile(filepath.Join(src, p), []byte(data), 0o644)
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(src, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(src, p), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	exportA := []string{"--bind", src + ":/workspaces/src", "--refuse", "**/secrets/**"}
 	devA := startDevice(t, hostA, rootA, "alpha", joinToken(t, gw.Root, "alpha", hostA.hostIP+":"+port), exportA...)
@@ -196,13 +198,13 @@ func TestDevicesAcrossNamespaces(t *testing.T) {
 	if d.Mount != "/mnt/alpha" || d.Platform != "linux" || !strings.HasPrefix(d.Address, hostA.nsIP+":") {
 		t.Errorf("descriptor of alpha: %+v", d)
 	}
-	if got := strings.Fields(run(t, m.Mnt, "ls", "sys/devices")); strings.Join(got, " ") != "alpha beta gsv" {
+	if got := strings.Fields(testenv.Run(t, m.Mnt, "ls", "sys/devices")); strings.Join(got, " ") != "alpha beta gsv" {
 		t.Errorf("ls /sys/devices: %q", got)
 	}
 	if d := readDesc(t, m.Mnt, "beta"); !strings.HasPrefix(d.Address, hostB.nsIP+":") {
 		t.Errorf("descriptor of the dialled beta: %+v", d)
 	}
-	if got := run(t, m.Mnt, binary, "device", "ls", "--root", gw.Root); !strings.Contains(got, "beta") || !strings.Contains(got, "true") {
+	if got := testenv.Run(t, m.Mnt, binary, "device", "ls", "--root", gw.Root); !strings.Contains(got, "beta") || !strings.Contains(got, "true") {
 		t.Errorf("gsvfs device ls:\n%s", got)
 	}
 
@@ -215,7 +217,7 @@ func TestDevicesAcrossNamespaces(t *testing.T) {
 			t.Errorf("refused %s through the gateway: %v, want ENOENT", p, err)
 		}
 	}
-	if got := strings.Fields(run(t, m.Mnt, "ls", "-A", "mnt/alpha/workspaces/src")); strings.Join(got, " ") != "go.mod keep" {
+	if got := strings.Fields(testenv.Run(t, m.Mnt, "ls", "-A", "mnt/alpha/workspaces/src")); strings.Join(got, " ") != "go.mod keep" {
 		t.Errorf("ls of alpha's bound directory: %q", got)
 	}
 	if err := os.Mkdir(filepath.Join(m.Mnt, "mnt/alpha/workspaces/src/secrets"), 0o755); !errors.Is(err, syscall.EACCES) {
@@ -250,14 +252,14 @@ func TestDevicesAcrossNamespaces(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(rootA, "workspaces/big"), big, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	run(t, m.Mnt, "cp", "mnt/alpha/workspaces/big", "mnt/beta/workspaces/big")
+	testenv.Run(t, m.Mnt, "cp", "mnt/alpha/workspaces/big", "mnt/beta/workspaces/big")
 	got, err := os.ReadFile(filepath.Join(rootB, "workspaces/big"))
 	if err != nil || sha256.Sum256(got) != sha256.Sum256(big) {
 		t.Errorf("copy alpha -> beta through the gateway: %d bytes, %v; checksums differ", len(got), err)
 	}
 
 	// A session on alpha runs in alpha's network namespace.
-	run(t, m.Mnt, "mkdir", "mnt/alpha/proc/where")
+	testenv.Run(t, m.Mnt, "mkdir", "mnt/alpha/proc/where")
 	if err := os.WriteFile(filepath.Join(m.Mnt, "mnt/alpha/proc/where/ctl"), []byte("exec ip -o -4 addr show\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -273,12 +275,16 @@ func TestDevicesAcrossNamespaces(t *testing.T) {
 	}
 
 	// Cut alpha's link without a FIN, mid-read of a session's stream.
-	run(t, m.Mnt, "mkdir", "mnt/alpha/proc/follow")
+	testenv.Run(t, m.Mnt, "mkdir", "mnt/alpha/proc/follow")
 	stream := exec.Command("cat", filepath.Join(m.Mnt, "mnt/alpha/proc/follow/stream"))
 	if err := stream.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	// The cut comes once cat is blocked in its read, in the daemon.
+	testenv.Eventually(t, 10*time.Second, "cat blocked in a read of alpha's stream", func() (bool, string) {
+		w := testenv.KernelWait(stream.Process.Pid)
+		return w == testenv.FUSEWait, "cat asleep in " + w
+	})
 	hostA.blackhole(t)
 	took := failsWithin(t, "cat of alpha's session stream", 4*time.Second, stream.Wait)
 	t.Logf("a blocked read on alpha failed %v after the cut (spec: 2s)", took)
@@ -316,6 +322,9 @@ func TestDevicesAcrossNamespaces(t *testing.T) {
 	}
 	held.Close()
 	f, first := openHead(t, filepath.Join(m.Mnt, "mnt/alpha/workspaces/big"), 1<<20)
+	// Time is what is tested here: a link is idle once it has carried
+	// nothing for linkIdle (a second), and then only its probes can find
+	// the cut.
 	time.Sleep(time.Second)
 	hostA.blackhole(t)
 	took = waitOnline(t, m.Mnt, "alpha", false, 6*time.Second)

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/vfs"
 	"github.com/gsvfs/gsvfs/vfs/ninep"
 )
@@ -49,7 +50,7 @@ func (g *gateway) join(t *testing.T, root, id string, env []string, args ...stri
 	t.Helper()
 	d := launch(t, &daemon{Root: root, env: env}, append([]string{"serve", "--root", root, "--device", id}, args...)...)
 	t.Cleanup(func() { d.stop(t) })
-	if !waitFor(15*time.Second, exists(filepath.Join(g.m.Mnt, "sys/devices", id))) {
+	if !testenv.Poll(15*time.Second, exists(filepath.Join(g.m.Mnt, "sys/devices", id))) {
 		t.Fatalf("device %s never joined\n%s", id, d.log)
 	}
 	waitOnline(t, g.m.Mnt, id, true, 15*time.Second)
@@ -156,13 +157,13 @@ func TestExportHidesPrivateState(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(g.d.Root, "etc/namespace"), []byte("bind "+up+" /workspaces/up\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if !waitFor(10*time.Second, exists(filepath.Join(g.m.Mnt, "workspaces/up"))) {
+	if !testenv.Poll(10*time.Second, exists(filepath.Join(g.m.Mnt, "workspaces/up"))) {
 		t.Fatalf("the namespace bind never came")
 	}
 	if err := os.WriteFile(filepath.Join(up, "beside"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got := run(t, g.m.Mnt, "ls", "-A", "workspaces/up"); got != "beside\n" {
+	if got := testenv.Run(t, g.m.Mnt, "ls", "-A", "workspaces/up"); got != "beside\n" {
 		t.Errorf("ls of the gateway's bind of its state's parent: %q, want only beside", got)
 	}
 	if _, err := os.ReadFile(filepath.Join(g.m.Mnt, "workspaces/up/state/private/key.pem")); !errors.Is(err, syscall.ENOENT) {
@@ -347,7 +348,7 @@ func TestExportHidesOtherDevices(t *testing.T) {
 	t.Cleanup(func() { x.stop(t) })
 	// D's own users see X, and a shell on it.
 	_, dTree := attach(t, dSock)
-	if !waitFor(15*time.Second, func() bool {
+	if !testenv.Poll(15*time.Second, func() bool {
 		f, err := vfs.Walk(t.Context(), dTree, "mnt/x/proc/clone")
 		return err == nil && f != nil
 	}) {

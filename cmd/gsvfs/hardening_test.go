@@ -108,7 +108,9 @@ func TestOpenLimitPerUser(t *testing.T) {
 	if err := os.Mkdir(shared, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	os.Chmod(shared, 0o777)
+	if err := os.Chmod(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(filepath.Join(shared, "f"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +120,9 @@ func TestOpenLimitPerUser(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o666); err != nil {
 		t.Fatal(err)
 	}
-	os.Chmod(fifo, 0o666) // whatever the umask
+	if err := os.Chmod(fifo, 0o666); err != nil { // whatever the umask
+		t.Fatal(err)
+	}
 	script := `exec perl -e 'my @f; for (1..60) { open(my $h, "<", "f") or last; push @f, $h } $| = 1; print scalar(@f), "\n"; <STDIN>' 0<> ` + fifo
 	cmd := exec.Command("sh", "-c", script)
 	cmd.Dir = shared
@@ -253,7 +257,9 @@ func TestTmpfile(t *testing.T) {
 	if err := unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), unix.AT_FDCWD, filepath.Join(dir, "named"), unix.AT_SYMLINK_FOLLOW); err != nil {
 		t.Fatalf("linkat of the O_TMPFILE file: %v", err)
 	}
-	unix.Close(fd)
+	if err := unix.Close(fd); err != nil {
+		t.Fatalf("close of the linked O_TMPFILE file: %v", err)
+	}
 	host := filepath.Join(d.Root, "workspaces", "named")
 	if b, err := os.ReadFile(host); err != nil || string(b) != "made unnamed" {
 		t.Errorf("the linked file on the disk: %q, %v", b, err)
@@ -266,8 +272,12 @@ func TestTmpfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	unix.Write(fd, []byte("gone"))
-	unix.Close(fd)
+	if _, err := unix.Write(fd, []byte("gone")); err != nil {
+		t.Fatalf("write of the O_TMPFILE file never linked: %v", err)
+	}
+	if err := unix.Close(fd); err != nil {
+		t.Fatalf("close of the O_TMPFILE file never linked: %v", err)
+	}
 	if after, _ := os.ReadDir(filepath.Join(d.Root, "workspaces")); len(after) != len(before) {
 		t.Errorf("an O_TMPFILE file never linked left %d entries behind", len(after)-len(before))
 	}
@@ -286,7 +296,9 @@ func TestManyDirectoriesBoundedDescriptors(t *testing.T) {
 	if err := os.Mkdir(shared, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	os.Chmod(shared, 0o777)
+	if err := os.Chmod(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
 	const wide, deep = 6000, 3000
 	out := smAsOther(t, shared, fmt.Sprintf(`perl -e '
 		for my $i (1..%d) { mkdir "w$i" or die "mkdir w$i: $!"; }

@@ -3,18 +3,15 @@
 package main
 
 import (
-	"bufio"
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/vfs/vfstest"
 )
 
@@ -28,27 +25,17 @@ func TestMain(m *testing.M) {
 	if os.Getenv(stderrChildEnv) != "" || os.Getenv(userChildEnv) != "" {
 		os.Exit(m.Run()) // a test's child process: it runs no daemon
 	}
-	dir, err := os.MkdirTemp("", "gsvfs-bin-")
+	// The daemon under test may be built with the race detector: its
+	// data races are reported in its log, which tests print on failure,
+	// and make it exit non-zero (66) at SIGTERM.
+	bin, remove, err := testenv.Build(".", os.Getenv("GSVFS_RACE") != "")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	binary = filepath.Join(dir, "gsvfs")
-	args := []string{"build", "-o", binary}
-	if os.Getenv("GSVFS_RACE") != "" {
-		// The daemon under test built with the race detector: its
-		// data races are reported in its log, which tests print on
-		// failure, and make it exit non-zero (66) at SIGTERM.
-		args = append(args, "-race")
-	}
-	build := exec.Command("go", append(args, ".")...)
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building gsvfs:", err)
-		os.Exit(1)
-	}
+	binary = bin
 	code := m.Run()
-	os.RemoveAll(dir)
+	remove()
 	os.Exit(code)
 }
 
@@ -61,7 +48,7 @@ type daemon struct {
 	cred      *syscall.Credential // the user it runs as; nil: this process's
 	cmd       *exec.Cmd
 	done      chan error
-	log       *logBuffer
+	log       *testenv.LogBuffer
 }
 
 // startMount mounts a fresh state directory at a fresh mount point and
@@ -94,44 +81,8 @@ func launch(t testing.TB, d *daemon, args ...string) *daemon {
 	if d.bin != "" {
 		bin = d.bin
 	}
-	cmd := exec.Command(bin, args...)
-	if len(d.prefix) > 0 {
-		cmd = exec.Command(d.prefix[0], append(append(d.prefix[1:len(d.prefix):len(d.prefix)], bin), args...)...)
-	}
-	cmd.Env = d.env
-	if d.cred != nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: d.cred}
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.cmd, d.done, d.log = cmd, make(chan error, 1), &logBuffer{}
-	cmd.Stderr = d.log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "serving") {
-				ready <- sc.Text()
-			}
-		}
-		close(ready)
-	}()
-	go func() { d.done <- cmd.Wait() }()
-	select {
-	case _, ok := <-ready:
-		if !ok {
-			err := <-d.done
-			t.Fatalf("gsvfs %s exited before it was ready: %v\n%s", args[0], err, d.log)
-		}
-	case <-time.After(20 * time.Second):
-		cmd.Process.Kill()
-		t.Fatalf("gsvfs %s not ready after 20s\n%s", args[0], d.log)
-	}
+	p := testenv.Start(t, testenv.Server{Path: bin, Args: args, Prefix: d.prefix, Env: d.env, Cred: d.cred, Ready: "serving"})
+	d.cmd, d.done, d.log = p.Cmd, p.Done, p.Log
 	return d
 }
 
@@ -179,37 +130,4 @@ func likeNative(t *testing.T, what string, seq func(t *testing.T, dir string) st
 	if got != want {
 		t.Errorf("%s on the mount:\n%s\nwant, as on ext4:\n%s", what, got, want)
 	}
-}
-
-// run runs a command (a child process) with a timeout, failing the test
-// on error; it returns the combined output.
-func run(t testing.TB, dir string, name string, args ...string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s %s in %s: %v\n%s", name, strings.Join(args, " "), dir, err, out)
-	}
-	return string(out)
-}
-
-// logBuffer collects a daemon's stderr while tests read it.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

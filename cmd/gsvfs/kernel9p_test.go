@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gsvfs/gsvfs/internal/testenv"
 )
 
 // TestKernel9P mounts the 9P server under test with the real Linux client:
@@ -45,7 +47,7 @@ type k9Server struct {
 	// GuestEnv are guest.env's lines about the server's /proc (empty
 	// without one): where it is and the session settings it runs with.
 	GuestEnv string
-	log      *logBuffer
+	log      *testenv.LogBuffer
 }
 
 // The session settings of the gsvfs server, small enough for the guest to
@@ -275,7 +277,7 @@ func k9StartServer(t *testing.T, kind, dir string) *k9Server {
 		// STATE/workspaces on disk.
 		state := filepath.Join(dir, "state")
 		secret := "gsvfs-secret-" + rand.Text()
-		srv := &k9Server{Name: "gsvfs", Sock: sock, Opts: "uname=root", Host: state, log: &logBuffer{},
+		srv := &k9Server{Name: "gsvfs", Sock: sock, Opts: "uname=root", Host: state, log: &testenv.LogBuffer{},
 			GuestEnv: fmt.Sprintf("GSVFS_GUEST_PROC=proc\nGSVFS_GUEST_PROC_OUTPUT=%d\n"+
 				"GSVFS_GUEST_PROC_RETENTION=%v\nGSVFS_GUEST_PROC_SECRET=%s\n",
 				k9SessionOutput, k9SessionRetention, secret)}
@@ -302,7 +304,7 @@ func k9StartServer(t *testing.T, kind, dir string) *k9Server {
 		if err := os.MkdirAll(filepath.Join(export, "workspaces"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		srv := &k9Server{Name: "diod", Sock: sock, Opts: "aname=" + export + ",uname=root", Host: export, log: &logBuffer{}}
+		srv := &k9Server{Name: "diod", Sock: sock, Opts: "aname=" + export + ",uname=root", Host: export, log: &testenv.LogBuffer{}}
 		// -n: no authentication; -c /dev/null: no config file.
 		k9Serve(t, srv, exec.Command("diod", "-f", "-n", "-e", export, "-l", sock, "-c", "/dev/null", "-L", "stderr"))
 		return srv

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gsvfs/gsvfs/internal/testenv"
 )
 
 // submounts lists the mounts below mnt, as paths inside it, with their
@@ -75,7 +77,7 @@ func needRootForBinds(t *testing.T) {
 func waitBinds(t *testing.T, d *daemon, want ...string) {
 	t.Helper()
 	var got []string
-	ok := waitFor(15*time.Second, func() bool {
+	ok := testenv.Poll(15*time.Second, func() bool {
 		got = got[:0]
 		for p := range submounts(t, d.Mnt) {
 			got = append(got, p)
@@ -248,6 +250,8 @@ func TestKernelBindsRefuseSymlinks(t *testing.T) {
 	}
 	waitBinds(t, d, "/home", "/workspaces/proj/data")
 	// Several re-checks: each one laid the bind again over the victim.
+	// Time is what is tested: the re-checks come on a timer
+	// (kernelBindCheck) and leave no trace when they lay nothing.
 	time.Sleep(2*kernelBindCheck + time.Second)
 	if got := mountsAtOrBelow(t, victim); len(got) != 0 {
 		t.Errorf("mounted over the target of a user's symlink: %q\n%s", got, d.log)
@@ -274,6 +278,7 @@ func TestKernelBindsRefuseSymlinks(t *testing.T) {
 	if out := smAsOther(t, stateWS, "mv proj proj.old && ln -s "+victim+" proj && echo ok"); out != "ok\n" {
 		t.Fatalf("as uid %d in %s: %q", smOther, stateWS, out)
 	}
+	// Two re-checks on their timer, as above: nothing may be laid again.
 	time.Sleep(2*kernelBindCheck + time.Second)
 	if got := mountsAtOrBelow(t, victim); len(got) != 0 {
 		t.Errorf("after workspaces/proj became a symlink, mounted over its target: %q\n%s", got, d.log)

@@ -32,6 +32,7 @@ import (
 
 	"github.com/gsvfs/gsvfs/docs/man"
 
+	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/vfs/vfstest"
 )
 
@@ -98,21 +99,12 @@ func lcMounts(t *testing.T, dir string) []string {
 // counts as gone: a background daemon is nobody's child here, and the
 // reaper of orphans may be slow or absent.
 func lcPidGone(pid int, within time.Duration) bool {
-	deadline := time.Now().Add(within)
-	for {
+	return testenv.Poll(within, func() bool {
 		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			return true
-		}
 		// pid (comm) state ...: the state follows the last ')'.
-		if i := bytes.LastIndexByte(data, ')'); i > 0 && i+2 < len(data) && data[i+2] == 'Z' {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		i := bytes.LastIndexByte(data, ')')
+		return err != nil || i > 0 && i+2 < len(data) && data[i+2] == 'Z'
+	})
 }
 
 // lcSession returns the session id of process pid, from /proc.
@@ -329,13 +321,10 @@ func TestLifecycleStaleMount(t *testing.T) {
 	// for the cache time (a second) after the daemon died; then ENOTCONN.
 	start := time.Now()
 	var err error
-	for {
+	testenv.Poll(5*time.Second, func() bool {
 		_, err = os.Stat(d.Mnt)
-		if errors.Is(err, syscall.ENOTCONN) || time.Since(start) > 5*time.Second {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return errors.Is(err, syscall.ENOTCONN)
+	})
 	if !errors.Is(err, syscall.ENOTCONN) {
 		t.Errorf("stat of a killed daemon's mount point, 5s after the kill: got %v, want ENOTCONN (transport endpoint is not connected)", err)
 	} else {
@@ -543,14 +532,10 @@ func TestLifecycleSIGTERMWithOpenFiles(t *testing.T) {
 		t.Cleanup(func() { c.Process.Kill(); c.Wait() })
 	}
 	// The children have the file open once they are asleep.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testenv.Eventually(t, 5*time.Second, "the child holding the file as stdin is asleep", func() (bool, string) {
 		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", stdinHolder.Process.Pid))
-		if strings.TrimSpace(string(comm)) == "sleep" || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return strings.TrimSpace(string(comm)) == "sleep", "it runs " + string(comm)
+	})
 
 	start := time.Now()
 	d.cmd.Process.Signal(syscall.SIGTERM)
@@ -626,7 +611,9 @@ func TestLifecycleErrors(t *testing.T) {
 	}
 	if os.Geteuid() == 0 {
 		tmpfs := filepath.Join(base, "tmpfs")
-		os.Mkdir(tmpfs, 0o755)
+		if err := os.Mkdir(tmpfs, 0o755); err != nil {
+			t.Fatal(err)
+		}
 		if err := syscall.Mount("tmpfs", tmpfs, "tmpfs", 0, "size=1m"); err == nil {
 			t.Cleanup(func() { syscall.Unmount(tmpfs, syscall.MNT_DETACH) })
 			cases = append(cases, errCase{"umount a tmpfs", []string{"umount", tmpfs}, tmpfs + " is a tmpfs mount, not gsvfs", false, ""})
@@ -637,7 +624,9 @@ func TestLifecycleErrors(t *testing.T) {
 	// A state directory that cannot be written even by root: immutable.
 	immutable := state("immutable")
 	for _, sub := range []string{"home", "workspaces", "etc"} { // the disk trees of a state directory
-		os.MkdirAll(filepath.Join(immutable, sub), 0o755)
+		if err := os.MkdirAll(filepath.Join(immutable, sub), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if out, err := exec.Command("chattr", "+i", immutable).CombinedOutput(); err == nil {
 		t.Cleanup(func() { exec.Command("chattr", "-i", immutable).Run() })
@@ -741,7 +730,9 @@ func TestLifecycleInfoCommands(t *testing.T) {
 	}
 	if bash, err := exec.LookPath("bash"); err == nil {
 		script := filepath.Join(t.TempDir(), "gsvfs.bash")
-		os.WriteFile(script, []byte(r.stdout), 0o644)
+		if err := os.WriteFile(script, []byte(r.stdout), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		if out, err := exec.Command(bash, "-n", script).CombinedOutput(); err != nil {
 			t.Errorf("bash -n on the completion script: %v\n%s", err, out)
 		}

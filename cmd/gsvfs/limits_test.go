@@ -59,6 +59,8 @@ func raisableFileLimit(t *testing.T) (uint64, bool) {
 	if syscall.Setrlimit(syscall.RLIMIT_NOFILE, &try) != nil {
 		return nrOpen, false
 	}
-	syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatalf("restoring the open-file limit: %v", err)
+	}
 	return nrOpen, true
 }

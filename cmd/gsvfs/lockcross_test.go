@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/vfs/vfstest"
 )
 
@@ -388,7 +389,7 @@ func TestSQLiteMountAndDiskAtOnce(t *testing.T) {
 func sqliteBothWays(t *testing.T, d *daemon, sqlite, mode string) {
 	const rows = 200
 	dir, db := d.Path("workspaces/t"), "db-"+mode
-	run(t, dir, sqlite, db, "PRAGMA journal_mode="+mode+"; CREATE TABLE t(who TEXT, n INT);")
+	testenv.Run(t, dir, sqlite, db, "PRAGMA journal_mode="+mode+"; CREATE TABLE t(who TEXT, n INT);")
 	writers := []string{"session", "mount1", "mount2"}
 	for _, who := range writers {
 		var b strings.Builder
@@ -427,7 +428,7 @@ func sqliteBothWays(t *testing.T, d *daemon, sqlite, mode string) {
 		t.Errorf("sqlite3 in the session: %s, exit %s; output:\n%s", st.Status, st.exit(), procOutput(t, session))
 	}
 	disk := filepath.Join(d.Root, "workspaces", "t")
-	got := run(t, disk, sqlite, db, "PRAGMA integrity_check; SELECT who, count(*), count(DISTINCT n) FROM t GROUP BY who ORDER BY who;")
+	got := testenv.Run(t, disk, sqlite, db, "PRAGMA integrity_check; SELECT who, count(*), count(DISTINCT n) FROM t GROUP BY who ORDER BY who;")
 	want := fmt.Sprintf("ok\nmount1|%d|%[1]d\nmount2|%[1]d|%[1]d\nsession|%[1]d|%[1]d\n", rows)
 	if got != want {
 		t.Errorf("the database after writes both ways:\n%s\nwant:\n%s", got, want)

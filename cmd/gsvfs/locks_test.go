@@ -22,7 +22,9 @@ func TestPosixLocksLikeExt4(t *testing.T) {
 // lock on a second one, and also flock(2) on both; it returns the errnos.
 func lockSequence(t *testing.T, dir string) string {
 	t.Helper()
-	os.MkdirAll(dir, 0o755)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	name := filepath.Join(dir, "lockfile")
 	f1, err := os.Create(name)
 	if err != nil {

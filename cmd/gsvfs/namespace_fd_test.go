@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/gsvfs/gsvfs/internal/testenv"
 )
 
 // daemonFds counts the descriptors the daemon of d has open.
@@ -46,7 +48,7 @@ func TestNamespaceEditsKeepDescriptorsFlat(t *testing.T) {
 	// shows waits until the tree shows /workspaces/NAME or not.
 	shows := func(name string, want bool) {
 		t.Helper()
-		ok := waitFor(10*time.Second, func() bool {
+		ok := testenv.Poll(10*time.Second, func() bool {
 			b, err := os.ReadFile(d.Path("workspaces/" + name + "/marker"))
 			return (err == nil && string(b) == name) == want
 		})

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/vfs"
 	"github.com/gsvfs/gsvfs/vfs/ninep"
 	"golang.org/x/sys/unix"
@@ -37,8 +38,8 @@ func TestNamespaceSkillsUnion(t *testing.T) {
 
 	// Edits, as agents' tools make them: sed -i (a new file renamed over
 	// the name), an append, a new file in a global-only directory.
-	run(t, skills, "sed", "-i", "s/global/edited/", "global.md")
-	run(t, skills, "sh", "-c", "echo appended >> pdf/SKILL.md && echo new > pdf/notes.md")
+	testenv.Run(t, skills, "sed", "-i", "s/global/edited/", "global.md")
+	testenv.Run(t, skills, "sh", "-c", "echo appended >> pdf/SKILL.md && echo new > pdf/notes.md")
 	if read("global.md") != "edited\n" || read("pdf/SKILL.md") != "pdf\nappended\n" {
 		t.Errorf("after edits: %q %q", read("global.md"), read("pdf/SKILL.md"))
 	}
@@ -53,7 +54,9 @@ func TestNamespaceSkillsUnion(t *testing.T) {
 		}
 	}
 	// Removing the agent's copy shows the global one again.
-	os.Remove(filepath.Join(skills, "shared.md"))
+	if err := os.Remove(filepath.Join(skills, "shared.md")); err != nil {
+		t.Fatal(err)
+	}
 	if read("shared.md") != "global shared\n" {
 		t.Errorf("after removing the agent's shared.md: %q", read("shared.md"))
 	}
@@ -79,7 +82,7 @@ func TestNamespaceSkillsUnion(t *testing.T) {
 	ns, _ = os.OpenFile(filepath.Join(d.Root, "etc/namespace"), os.O_WRONLY|os.O_APPEND, 0)
 	ns.WriteString("bind -x /nowhere /home/agent/skills\n")
 	ns.Close()
-	if !waitFor(5*time.Second, func() bool {
+	if !testenv.Poll(5*time.Second, func() bool {
 		b, _ := os.ReadFile(d.Path("sys/mounts"))
 		return strings.Contains(string(b), "namespace refused")
 	}) {
@@ -96,24 +99,19 @@ func ls(t *testing.T, dir string) []string {
 	return strings.Fields(string(out))
 }
 
-func waitFor(limit time.Duration, cond func() bool) bool {
-	for end := time.Now().Add(limit); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		if cond() {
-			return true
-		}
-	}
-	return cond()
-}
-
 // A mount line of /etc/namespace serves another daemon's tree (on its
 // unix socket) in this one; TCP is refused.
 func TestNamespaceMountLine(t *testing.T) {
 	other, sock := startServe(t)
-	os.WriteFile(filepath.Join(other.Root, "workspaces", "from-other"), []byte("other daemon\n"), 0o644)
+	if err := os.WriteFile(filepath.Join(other.Root, "workspaces", "from-other"), []byte("other daemon\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	d := startMount(t)
-	os.WriteFile(d.Path("etc/namespace"), []byte("mount "+sock.String()+" /mnt/other\n"), 0o644)
+	if err := os.WriteFile(d.Path("etc/namespace"), []byte("mount "+sock.String()+" /mnt/other\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	got := ""
-	waitFor(5*time.Second, func() bool {
+	testenv.Poll(5*time.Second, func() bool {
 		b, _ := os.ReadFile(d.Path("mnt/other/workspaces/from-other"))
 		got = string(b)
 		return got == "other daemon\n"
@@ -121,8 +119,10 @@ func TestNamespaceMountLine(t *testing.T) {
 	if got != "other daemon\n" {
 		t.Errorf("the other daemon's file through this one: %q", got)
 	}
-	os.WriteFile(d.Path("etc/namespace"), []byte("mount tcp:127.0.0.1:1 /mnt/tcp\n"), 0o644)
-	if !waitFor(5*time.Second, func() bool {
+	if err := os.WriteFile(d.Path("etc/namespace"), []byte("mount tcp:127.0.0.1:1 /mnt/tcp\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !testenv.Poll(5*time.Second, func() bool {
 		b, _ := os.ReadFile(d.Path("sys/mounts"))
 		return strings.Contains(string(b), "only unix: sockets")
 	}) {
@@ -169,7 +169,7 @@ func TestUnionLayerXattr(t *testing.T) {
 		t.Errorf("removexattr user.gsvfs.layer: %v, want EPERM", err)
 	}
 	// A change copies the file into the -c layer: it says so.
-	run(t, skills, "sh", "-c", "echo more >> global.md")
+	testenv.Run(t, skills, "sh", "-c", "echo more >> global.md")
 	if got := layer("global.md"); got != "/home/agent/.skills" {
 		t.Errorf("user.gsvfs.layer of global.md after an edit: %q", got)
 	}
@@ -197,7 +197,9 @@ func skillsUnion(t *testing.T, d *daemon, files map[string]string) string {
 	t.Helper()
 	var want []string
 	for p, data := range files {
-		os.MkdirAll(filepath.Dir(d.Path(p)), 0o755)
+		if err := os.MkdirAll(filepath.Dir(d.Path(p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(d.Path(p), []byte(data), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -207,7 +209,9 @@ func skillsUnion(t *testing.T, d *daemon, files map[string]string) string {
 		}
 	}
 	slices.Sort(want)
-	os.MkdirAll(d.Path("home/agent/skills"), 0o755)
+	if err := os.MkdirAll(d.Path("home/agent/skills"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	ns, err := os.OpenFile(d.Path("etc/namespace"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatal(err)
@@ -215,7 +219,7 @@ func skillsUnion(t *testing.T, d *daemon, files map[string]string) string {
 	ns.WriteString("bind -c /home/agent/.skills /home/agent/skills\nbind -a /etc/skills /home/agent/skills\n")
 	ns.Close()
 	skills := d.Path("home/agent/skills")
-	if !waitFor(5*time.Second, func() bool { return slices.Equal(ls(t, skills), want) }) {
+	if !testenv.Poll(5*time.Second, func() bool { return slices.Equal(ls(t, skills), want) }) {
 		t.Fatalf("ls skills: %q, want %q", ls(t, skills), want)
 	}
 	return skills

@@ -90,10 +90,15 @@ func statusField(t *testing.T, pid int, key string) int64 {
 }
 
 // settle waits until the daemon's memory stops growing for a while (it
-// has taken what it is going to take), bounded.
+// has taken what it is going to take), bounded. The sleeps are the
+// sampling: "still for half a second" is a condition on time.
 func settle(t *testing.T, pid int) int64 {
 	last := peakMemory(t, pid)
+	deadline := time.Now().Add(time.Minute)
 	for still := 0; still < 5; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the daemon's peak memory still grows after a minute: %d", last)
+		}
 		time.Sleep(100 * time.Millisecond)
 		now := peakMemory(t, pid)
 		if now == last {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/vfs/vfstest"
 )
 
@@ -72,16 +73,9 @@ func TestMountAsOrdinaryUser(t *testing.T) {
 	if out, err := asUser(bin, "umount", mnt); err != nil {
 		t.Fatalf("gsvfs umount as uid 1000: %v\n%s", err, out)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if len(lcMounts(t, mnt)) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the user's mount is still there 10s after umount")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.WaitFor(t, 10*time.Second, "the user's mount gone after umount", func() bool {
+		return len(lcMounts(t, mnt)) == 0
+	})
 }
 
 // ordinaryUser makes what a test needs to run things as the ordinary

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gsvfs/gsvfs/internal/testenv"
 )
 
 // TestMixedOpenModes opens one file several ways at once. With passthrough
@@ -74,10 +76,9 @@ func TestRemovedFilesFreeSpace(t *testing.T) {
 		f.Read(make([]byte, 10))
 		f.Close()
 	}
-	run(t, "/", "rm", "-rf", dir)
+	testenv.Run(t, "/", "rm", "-rf", dir)
 	fdDir := fmt.Sprintf("/proc/%d/fd", d.cmd.Process.Pid)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testenv.Eventually(t, 10*time.Second, "the daemon holds no descriptor of a deleted file after rm -rf", func() (bool, string) {
 		n := 0
 		ents, _ := os.ReadDir(fdDir)
 		for _, e := range ents {
@@ -88,12 +89,6 @@ func TestRemovedFilesFreeSpace(t *testing.T) {
 				n++
 			}
 		}
-		if n == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("10s after rm -rf the daemon still holds %d descriptors of deleted files", n)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return n == 0, fmt.Sprintf("%d held", n)
+	})
 }

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/vfs"
 	"github.com/gsvfs/gsvfs/vfs/vfstest"
 )
@@ -147,14 +148,14 @@ func TestProcInteractive(t *testing.T) {
 		dir := procNew(t, d, "tail-f")
 		procRun(t, dir, "echo started")
 		tail := exec.Command(tailPath, "-f", "-s", "0.1", filepath.Join(dir, "stdout"))
-		out := &logBuffer{}
+		out := &testenv.LogBuffer{}
 		tail.Stdout, tail.Stderr = out, out
 		smMust(t, "start tail -f", tail.Start())
 		defer func() {
 			tail.Process.Kill()
 			tail.Wait()
 		}()
-		procEventually(t, procBound, "tail -f shows what was there", func() (bool, string) {
+		testenv.Eventually(t, procBound, "tail -f shows what was there", func() (bool, string) {
 			return strings.Contains(out.String(), "started"), out.String()
 		})
 		for _, tc := range []struct{ line, want string }{
@@ -163,7 +164,7 @@ func TestProcInteractive(t *testing.T) {
 			{"seq 1000 1005", "1005"},
 		} {
 			procMustWrite(t, filepath.Join(dir, "stdin"), tc.line+"\n")
-			procEventually(t, procBound, "tail -f shows the output of "+tc.line, func() (bool, string) {
+			testenv.Eventually(t, procBound, "tail -f shows the output of "+tc.line, func() (bool, string) {
 				return strings.Contains(out.String(), tc.want), out.String()
 			})
 		}
@@ -204,7 +205,7 @@ func TestProcInteractive(t *testing.T) {
 		dir := procNew(t, d, "signal-foreground")
 		procRun(t, dir, "echo ready")
 		procMustWrite(t, filepath.Join(dir, "stdin"), "sleep 333\n")
-		procEventually(t, procBound, "sleep 333 runs", func() (bool, string) {
+		testenv.Eventually(t, procBound, "sleep 333 runs", func() (bool, string) {
 			for _, p := range procHostGroup(procReadStatus(t, dir).Pid) {
 				cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.pid))
 				if string(cmdline) == "sleep\x00333\x00" {
@@ -249,7 +250,7 @@ func TestProcInteractive(t *testing.T) {
 		procRun(t, dir, "echo one")
 		procRun(t, dir, "echo two")
 		pid := procReadStatus(t, dir).Pid
-		run(t, "/", "rm", "-r", dir)
+		testenv.Run(t, "/", "rm", "-r", dir)
 		if _, err := os.Lstat(dir); vfs.Errno(err) != syscall.ENOENT {
 			t.Errorf("stat after rm -r: %v, want ENOENT", err)
 		}
@@ -346,7 +347,7 @@ func TestProcExec(t *testing.T) {
 		dir := procNew(t, d, "nobody-reads")
 		procMustWrite(t, filepath.Join(dir, "ctl"), "exec yes | head -c 5000000; echo done\n")
 		var st procStatus
-		procEventually(t, 30*time.Second, "yes | head -c 5000000 ends unread", func() (bool, string) {
+		testenv.Eventually(t, 30*time.Second, "yes | head -c 5000000 ends unread", func() (bool, string) {
 			st = procReadStatus(t, dir)
 			return st.ended(), fmt.Sprintf("%+v", st)
 		})
@@ -624,7 +625,7 @@ func TestProcExec(t *testing.T) {
 				if err != nil {
 					t.Skipf("SKIPPED: no python3 here: %v", err)
 				}
-				run(t, "/", py, "-c", `
+				testenv.Run(t, "/", py, "-c", `
 import os, sys, tempfile
 target, data = sys.argv[1], sys.argv[2]
 fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target), prefix='.'+os.path.basename(target)+'.')
@@ -644,7 +645,7 @@ os.replace(tmp, target)
 				// What npm's write-file-atomic does: the target's mode and
 				// owner taken first, then write, fsync, chown, chmod,
 				// rename.
-				run(t, "/", node, "-e", `
+				testenv.Run(t, "/", node, "-e", `
 const fs = require('fs');
 const [target, data] = process.argv.slice(1);
 const real = fs.realpathSync(target);
@@ -767,7 +768,7 @@ fs.renameSync(tmp, real);
 		t.Parallel()
 		dir := procNew(t, d, "rmdir")
 		procMustWrite(t, filepath.Join(dir, "ctl"), "exec sleep 301 & sleep 302 & echo started; wait\n")
-		procEventually(t, procBound, "the jobs started", func() (bool, string) {
+		testenv.Eventually(t, procBound, "the jobs started", func() (bool, string) {
 			out := procOutput(t, dir)
 			return strings.Contains(out, "started"), out
 		})
@@ -907,7 +908,7 @@ func TestProcRetention(t *testing.T) {
 	if st.Status != "completed" {
 		t.Fatalf("status %+v", st)
 	}
-	procEventually(t, procBound, "the finished session is forgotten", func() (bool, string) {
+	testenv.Eventually(t, procBound, "the finished session is forgotten", func() (bool, string) {
 		_, err := os.Stat(dir)
 		names := procNames(t, d)
 		return vfs.Errno(err) == syscall.ENOENT && !slices.Contains(names, "done"), fmt.Sprintf("stat: %v, /proc: %q", err, names)
@@ -1031,7 +1032,9 @@ func TestProcOtherUsersKeptOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(base) })
-	os.Chmod(base, 0o755)
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	d := mountAt(t, filepath.Join(base, "state"), filepath.Join(base, "mnt"))
 	t.Cleanup(func() { d.stop(t) })
 	procNew(t, d, "mine")
@@ -1065,7 +1068,9 @@ func TestProcUmask(t *testing.T) {
 	} {
 		d := procMount(t, nil, tc.flags...)
 		host := t.TempDir()
-		os.Chmod(host, 0o777)
+		if err := os.Chmod(host, 0o777); err != nil {
+			t.Fatal(err)
+		}
 		for _, kind := range []string{"exec", "interactive"} {
 			dir := procNew(t, d, kind)
 			script := fmt.Sprintf("cd %s; umask > %s.umask; touch %s.file; mkdir %s.dir", host, kind, kind, kind)
@@ -1177,7 +1182,7 @@ func TestProcScreen(t *testing.T) {
 // want holds for its rows.
 func procScreenShows(t *testing.T, dir string, rows, cols int, want func([]string) bool) {
 	t.Helper()
-	procEventually(t, procBound, fmt.Sprintf("screen of %s at %dx%d", dir, rows, cols), func() (bool, string) {
+	testenv.Eventually(t, procBound, fmt.Sprintf("screen of %s at %dx%d", dir, rows, cols), func() (bool, string) {
 		b, err := os.ReadFile(filepath.Join(dir, "screen"))
 		if err != nil {
 			return false, err.Error()

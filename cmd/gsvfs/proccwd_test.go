@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/vfs"
 )
 
@@ -147,7 +148,7 @@ func TestProcCwdTreePaths(t *testing.T) {
 	if err := os.WriteFile(d.Path("etc/namespace"), []byte(ns), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	procEventually(t, procBound, "the namespace applied", func() (bool, string) {
+	testenv.Eventually(t, procBound, "the namespace applied", func() (bool, string) {
 		_, err1 := os.Stat(d.Path("workspaces/data/sub"))
 		_, err2 := os.Stat(d.Path("home/agent/skills/pdf"))
 		return err1 == nil && err2 == nil, "stat workspaces/data/sub, home/agent/skills/pdf"
@@ -238,16 +239,20 @@ func TestProcTreePathsInCommands(t *testing.T) {
 		"workspaces/app/Makefile": "all:\n\t@echo made in $(CURDIR)\n",
 		"workspaces/app/f":        "in the tree\n",
 	} {
-		os.MkdirAll(filepath.Dir(d.Path(p)), 0o755)
+		if err := os.MkdirAll(filepath.Dir(d.Path(p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(d.Path(p), []byte(data), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	os.Mkdir(d.Path("workspaces/data"), 0o755)
+	if err := os.Mkdir(d.Path("workspaces/data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(d.Path("etc/namespace"), []byte("bind "+srv+" /workspaces/data\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	procEventually(t, procBound, "the namespace applied", func() (bool, string) {
+	testenv.Eventually(t, procBound, "the namespace applied", func() (bool, string) {
 		_, err := os.Stat(d.Path("workspaces/data/x"))
 		return err == nil, "stat workspaces/data/x"
 	})

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gsvfs/gsvfs/internal/testenv"
 )
 
 // /proc is safe to walk (gsvfs-proc(7), Expiry and blocking reads): a
@@ -20,7 +22,7 @@ import (
 // procGone waits until none of names is in /proc.
 func procGone(t *testing.T, d *daemon, names ...string) {
 	t.Helper()
-	procEventually(t, procBound, "sessions "+strings.Join(names, ", ")+" gone from /proc", func() (bool, string) {
+	testenv.Eventually(t, procBound, "sessions "+strings.Join(names, ", ")+" gone from /proc", func() (bool, string) {
 		have := procNames(t, d)
 		for _, name := range names {
 			if slices.Contains(have, name) {
@@ -37,7 +39,7 @@ func procGone(t *testing.T, d *daemon, names ...string) {
 // session's ctl still runs the command.
 func TestProcIdleSessionsGo(t *testing.T) {
 	d := procMount(t, nil, "--session-retention", "3s")
-	cloned := strings.TrimSpace(run(t, d.Mnt, "cat", d.Path("proc/clone")))
+	cloned := strings.TrimSpace(testenv.Run(t, d.Mnt, "cat", d.Path("proc/clone")))
 	held := procNew(t, d, "held")
 	procNew(t, d, "free")
 	f, err := os.Open(held + "/stdout")
@@ -53,7 +55,7 @@ func TestProcIdleSessionsGo(t *testing.T) {
 	procGone(t, d, "held")
 
 	// The documented use: read clone, then drive the session by name.
-	dir := d.Path("proc/" + strings.TrimSpace(run(t, d.Mnt, "cat", d.Path("proc/clone"))))
+	dir := d.Path("proc/" + strings.TrimSpace(testenv.Run(t, d.Mnt, "cat", d.Path("proc/clone"))))
 	procMustWrite(t, dir+"/ctl", "exec echo cloned-and-used\n")
 	if st := procWaitEnd(t, dir); st.Status != "completed" {
 		t.Errorf("a cloned session driven by ctl: %+v", st)
@@ -72,7 +74,7 @@ func TestProcGrepWalk(t *testing.T) {
 	for _, name := range []string{"a", "b"} {
 		dir := procNew(t, d, name)
 		procMustWrite(t, dir+"/ctl", "yield 1h\nexec sleep 60\n")
-		procEventually(t, procBound, name+" running", func() (bool, string) {
+		testenv.Eventually(t, procBound, name+" running", func() (bool, string) {
 			st := procReadStatus(t, dir)
 			return st.Status == "running", st.Status
 		})
@@ -88,7 +90,7 @@ func TestProcGrepWalk(t *testing.T) {
 	if err != nil && !errors.As(err, &exit) {
 		t.Fatalf("grep -r: %v", err)
 	}
-	procEventually(t, procBound, "/proc as before the grep", func() (bool, string) {
+	testenv.Eventually(t, procBound, "/proc as before the grep", func() (bool, string) {
 		now := procNames(t, d)
 		return slices.Equal(now, before), strings.Join(now, " ")
 	})

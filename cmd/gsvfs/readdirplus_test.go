@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gsvfs/gsvfs/internal/testenv"
 )
 
 // `ls -l` through `gsvfs mount --server` shows each file as the disk has
@@ -28,10 +30,10 @@ func TestLsLOverServerMount(t *testing.T) {
 		host := filepath.Join(d.Root, "workspaces", name)
 		makeFiles(t, host, n)
 		before := edgeRequests(t, m)
-		out := run(t, "", "find", m.Path("workspaces/"+name), "-mindepth", "1", "-printf", "%M 1 0 0 %s %T@ %f\n")
+		out := testenv.Run(t, "", "find", m.Path("workspaces/"+name), "-mindepth", "1", "-printf", "%M 1 0 0 %s %T@ %f\n")
 		costs = append(costs, edgeRequests(t, m)-before)
 		checkLsL(t, out, host, n)
-		checkLsL(t, run(t, "", "ls", "-ln", "--time-style=+%s", m.Path("workspaces/"+name)), host, n)
+		checkLsL(t, testenv.Run(t, "", "ls", "-ln", "--time-style=+%s", m.Path("workspaces/"+name)), host, n)
 	}
 	t.Logf("listing and stating 10 files: %d requests; 300 files: %d", costs[0], costs[1])
 	// Reading /sys/stats itself and the kernel's readdir rhythm cost a
@@ -94,7 +96,7 @@ func checkLsL(t *testing.T, out, host string, n int) {
 // 9P edge has served.
 func edgeRequests(t *testing.T, m *daemon) int {
 	t.Helper()
-	stats := run(t, "", "cat", m.Path("sys/stats"))
+	stats := testenv.Run(t, "", "cat", m.Path("sys/stats"))
 	for _, line := range strings.Split(stats, "\n") {
 		f := strings.Fields(line)
 		if len(f) > 6 && f[0] == "edge" && f[1] == "9p" && f[5] == "requests" {

@@ -8,10 +8,10 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/shelld"
 	"github.com/gsvfs/gsvfs/vfs"
 )
@@ -50,19 +50,21 @@ func TestSysLog(t *testing.T) {
 	if err := os.WriteFile(d.Path("dev/log"), []byte("first marker\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out := run(t, "/", "tail", "-n", "1", d.Path("sys/log")); !strings.Contains(out, `line="first marker"`) {
+	if out := testenv.Run(t, "/", "tail", "-n", "1", d.Path("sys/log")); !strings.Contains(out, `line="first marker"`) {
 		t.Errorf("tail -n 1 /sys/log: %q", out)
 	}
 	// tail -f may start late on a loaded machine: write markers until it
 	// shows one, each line once.
 	follow := exec.Command("tail", "-n", "0", "-f", d.Path("sys/log"))
-	var out syncBuffer
+	var out testenv.LogBuffer
 	follow.Stdout = &out
 	if err := follow.Start(); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 30 && !strings.Contains(out.String(), "second marker"); i++ {
-		os.WriteFile(d.Path("dev/log"), []byte("second marker\n"), 0o644)
+		if err := os.WriteFile(d.Path("dev/log"), []byte("second marker\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		time.Sleep(300 * time.Millisecond)
 	}
 	follow.Process.Kill()
@@ -70,22 +72,4 @@ func TestSysLog(t *testing.T) {
 	if !strings.Contains(out.String(), `line="second marker"`) || strings.Contains(out.String(), "first marker") {
 		t.Errorf("tail -f /sys/log: %q", out.String())
 	}
-}
-
-// syncBuffer is a buffer a child process writes while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

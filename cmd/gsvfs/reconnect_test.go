@@ -62,7 +62,7 @@ func TestDeviceBackAfterLongCut(t *testing.T) {
 		t.Errorf("ls -ld /mnt/alpha while offline: %s (%v); want its last mode and date", out, err)
 	}
 
-	time.Sleep(longCut - time.Since(cut))
+	time.Sleep(longCut - time.Since(cut)) // time is tested: a cut of longCut
 	host.restore(t)
 	took := waitOnline(t, m.Mnt, "alpha", true, backAfterCut)
 	t.Logf("alpha back online %v after a %v cut ended (bound %v)", took, longCut, backAfterCut)

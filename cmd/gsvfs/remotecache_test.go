@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gsvfs/gsvfs/internal/testenv"
 )
 
 // A device's tree through the gateway, mounted with `gsvfs mount
@@ -43,15 +45,19 @@ func testDeviceChangesShow(t *testing.T, delay time.Duration, dirs int) {
 	for d := range dirs {
 		for f := range 100 {
 			p := filepath.Join(src, fmt.Sprint("d", d), fmt.Sprint("f", f))
-			os.MkdirAll(filepath.Dir(p), 0o755)
-			os.WriteFile(p, []byte("x"), 0o644)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	devRoot := filepath.Join(t.TempDir(), "dev")
 	startDevice(t, host, devRoot, "alpha", joinToken(t, gw.Root, "alpha", dial), "--bind", src+":/workspaces/src")
 	m := mountServer(t, sock.String())
 	// The device is listed once it joined (through the proxy, later).
-	if !waitFor(10*time.Second, func() bool { _, err := os.Stat(filepath.Join(m.Mnt, "sys/devices/alpha")); return err == nil }) {
+	if !testenv.Poll(10*time.Second, func() bool { _, err := os.Stat(filepath.Join(m.Mnt, "sys/devices/alpha")); return err == nil }) {
 		t.Fatalf("alpha did not join within 10s\n%s", gw.log)
 	}
 	waitOnline(t, m.Mnt, "alpha", true, 10*time.Second)
@@ -61,11 +67,11 @@ func testDeviceChangesShow(t *testing.T, delay time.Duration, dirs int) {
 	// Warm: the second `ls -lR` of 100 files a directory costs the
 	// device at most 50 requests (the stats file's own read included).
 	start := time.Now()
-	run(t, m.Mnt, "ls", "-lR", tree)
+	testenv.Run(t, m.Mnt, "ls", "-lR", tree)
 	cold := time.Since(start)
 	before := linkRequests(t, stats)
 	start = time.Now()
-	run(t, m.Mnt, "ls", "-lR", tree)
+	testenv.Run(t, m.Mnt, "ls", "-lR", tree)
 	t.Logf("ls -lR: cold %v, warm %v (for the record; the bench measures)", cold.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 	if n := linkRequests(t, stats) - before; n > 50 {
 		t.Errorf("a warm ls -lR of %d files sent %d requests to the device, want at most 50", dirs*100, n)

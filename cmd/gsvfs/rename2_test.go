@@ -22,7 +22,9 @@ func renameat2Sequence(t *testing.T, dir string) string {
 	t.Helper()
 	for name, data := range map[string]string{"a": "A", "b": "B", "d/x": "X"} {
 		p := filepath.Join(dir, name)
-		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
 			t.Fatal(err)
 		}

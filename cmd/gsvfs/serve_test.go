@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/vfs"
 	"github.com/gsvfs/gsvfs/vfs/ninep"
 	"github.com/gsvfs/gsvfs/vfs/vfstest"
@@ -162,8 +164,8 @@ func TestSecondMountAttaches(t *testing.T) {
 	if !strings.Contains(second.log.String(), "attaching") {
 		t.Errorf("second mount's log does not say it attached to the running daemon:\n%s", second.log)
 	}
-	run(t, "", "sh", "-c", "echo shared > "+second.Path("workspaces/f"))
-	if got := run(t, "", "cat", first.Path("workspaces/f")); got != "shared\n" {
+	testenv.Run(t, "", "sh", "-c", "echo shared > "+second.Path("workspaces/f"))
+	if got := testenv.Run(t, "", "cat", first.Path("workspaces/f")); got != "shared\n" {
 		t.Errorf("written through the second mount, read through the first: %q", got)
 	}
 	if b, err := os.ReadFile(filepath.Join(first.Root, "workspaces", "f")); string(b) != "shared\n" {
@@ -198,7 +200,7 @@ func TestMountServerRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	held, first := openHead(t, d.Path("workspaces/f"), 300<<10)
-	run(t, "", "mkdir", d.Path("proc/follow"))
+	testenv.Run(t, "", "mkdir", d.Path("proc/follow"))
 	stream := exec.Command("cat", d.Path("proc/follow/stream"))
 	if err := stream.Start(); err != nil {
 		t.Fatal(err)
@@ -231,22 +233,20 @@ func TestMountServerRestart(t *testing.T) {
 	again := launch(t, &daemon{Root: srv.Root}, "serve", "--root", srv.Root)
 	t.Cleanup(func() { again.stop(t) })
 	var got []byte
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	testenv.Eventually(t, 20*time.Second, "cat of a file after the server restarted", func() (bool, string) {
 		err := waitWithin(10*time.Second, func() (err error) {
 			got, err = os.ReadFile(d.Path("workspaces/f"))
 			return err
 		})
-		if err == nil {
-			break
-		}
-		if err == errStillWaiting || time.Now().After(deadline) {
+		if err == errStillWaiting {
 			t.Fatalf("cat of a file after the server restarted: %v\n%s", err, d.log)
 		}
-	}
+		return err == nil, fmt.Sprintf("%v\n%s", err, d.log)
+	})
 	if !bytes.Equal(got, data) {
 		t.Errorf("cat of a file after the restart: %d bytes, not the file's", len(got))
 	}
-	if out := run(t, "", "ls", d.Path("workspaces")); strings.TrimSpace(out) != "f" {
+	if out := testenv.Run(t, "", "ls", d.Path("workspaces")); strings.TrimSpace(out) != "f" {
 		t.Errorf("ls after the restart: %q", out)
 	}
 	rest, err := io.ReadAll(held)
@@ -286,7 +286,7 @@ func TestMountServerNotTakenOver(t *testing.T) {
 	other := launch(t, &daemon{Root: nobodyRoot, prefix: []string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"}},
 		"serve", "--root", filepath.Join(nobodyRoot, "state"), "--listen", sock)
 	t.Cleanup(func() { other.stop(t) })
-	procEventually(t, 10*time.Second, "the mount refuses the other user's server", func() (bool, string) {
+	testenv.Eventually(t, 10*time.Second, "the mount refuses the other user's server", func() (bool, string) {
 		return strings.Contains(d.log.String(), "not attaching"), d.log.String()
 	})
 	_, err := os.ReadDir(d.Mnt)

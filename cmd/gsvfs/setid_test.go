@@ -25,7 +25,9 @@ func TestSetIDBitsLikeExt4(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(native) })
-	os.Chmod(native, 0o1777)
+	if err := os.Chmod(native, 0o1777); err != nil {
+		t.Fatal(err)
+	}
 	want := setIDModes(t, native)
 	for _, mode := range []struct {
 		name  string
@@ -37,7 +39,9 @@ func TestSetIDBitsLikeExt4(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { os.RemoveAll(base) })
-			os.Chmod(base, 0o755)
+			if err := os.Chmod(base, 0o755); err != nil {
+				t.Fatal(err)
+			}
 			d := mountAt(t, filepath.Join(base, "state"), filepath.Join(base, "mnt"), mode.flags...)
 			t.Cleanup(func() { d.stop(t) })
 			got := setIDModes(t, d.Path("workspaces"))

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gsvfs/gsvfs/internal/testenv"
 )
 
 // open(O_TMPFILE) back to back in a directory of the mount, as Python's
@@ -23,10 +25,10 @@ func TestTmpfileBackToBack(t *testing.T) {
 	d := startMount(t)
 	dir := d.Path("workspaces")
 	// The reproduction as reported.
-	run(t, dir, py, "-c", "import os;[os.close(os.open('.',os.O_TMPFILE|os.O_RDWR,0o600)) for _ in range(6)]")
+	testenv.Run(t, dir, py, "-c", "import os;[os.close(os.open('.',os.O_TMPFILE|os.O_RDWR,0o600)) for _ in range(6)]")
 	// os.link with a dst_dir_fd is linkat(2) with AT_SYMLINK_FOLLOW
 	// (without one Python calls link(2), which follows nothing).
-	out := run(t, dir, py, "-c", `
+	out := testenv.Run(t, dir, py, "-c", `
 import os
 here = os.open('.', os.O_RDONLY | os.O_DIRECTORY)
 for i in range(6):

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/vfs"
 )
 
@@ -76,11 +78,9 @@ func joinAs(t *testing.T, root, id, token string) *daemon {
 // waitLog waits until the daemon's log says want.
 func waitLog(t *testing.T, d *daemon, want string, limit time.Duration) {
 	t.Helper()
-	for start := time.Now(); !strings.Contains(d.log.String(), want); time.Sleep(50 * time.Millisecond) {
-		if time.Since(start) > limit {
-			t.Fatalf("the log of gsvfs on %s does not say %q after %v:\n%s", d.Root, want, limit, d.log)
-		}
-	}
+	testenv.Eventually(t, limit, fmt.Sprintf("the log of gsvfs on %s says %q", d.Root, want), func() (bool, string) {
+		return strings.Contains(d.log.String(), want), d.log.String()
+	})
 }
 
 // wantFinalExit waits for the daemon to exit, which it must do by itself,
@@ -150,7 +150,7 @@ func TestDeviceTokenIsNotAGateway(t *testing.T) {
 	if _, err := proc.Lookup(t.Context(), "x"); err == nil {
 		t.Errorf("a session x runs on the gateway")
 	}
-	if ls := run(t, "", binary, "device", "ls", "--root", g.Root); strings.Contains(ls, "laptop") {
+	if ls := testenv.Run(t, "", binary, "device", "ls", "--root", g.Root); strings.Contains(ls, "laptop") {
 		t.Errorf("the gateway pinned the holder:\n%s", ls)
 	}
 }
@@ -162,23 +162,18 @@ func TestDeviceRmForgets(t *testing.T) {
 	lap := joinAs(t, filepath.Join(t.TempDir(), "lap"), "lap", tokenOf(t, g.Root, "--device", "lap"))
 	m := mountServer(t, gSock.String())
 	waitOnline(t, m.Mnt, "lap", true, 10*time.Second)
-	if ls := run(t, "", binary, "device", "ls", "--root", g.Root); !strings.Contains(ls, "lap") || !strings.Contains(ls, "ROLE") {
+	if ls := testenv.Run(t, "", binary, "device", "ls", "--root", g.Root); !strings.Contains(ls, "lap") || !strings.Contains(ls, "ROLE") {
 		t.Errorf("gsvfs device ls before rm:\n%s", ls)
 	}
-	run(t, "", binary, "device", "rm", "--root", g.Root, "lap")
-	for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
+	testenv.Run(t, "", binary, "device", "rm", "--root", g.Root, "lap")
+	testenv.Eventually(t, 10*time.Second, "/sys/devices/lap gone after gsvfs device rm", func() (bool, string) {
 		_, err := os.Stat(m.Path("sys/devices/lap"))
-		if errors.Is(err, os.ErrNotExist) {
-			break
-		}
-		if time.Since(start) > 10*time.Second {
-			t.Fatalf("/sys/devices/lap still there 10s after gsvfs device rm: %v", err)
-		}
-	}
+		return errors.Is(err, os.ErrNotExist), fmt.Sprint(err)
+	})
 	if _, err := os.Stat(m.Path("mnt/lap")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("/mnt/lap after rm: %v, want ENOENT", err)
 	}
-	if ls := run(t, "", binary, "device", "ls", "--root", g.Root); strings.Contains(ls, "lap") {
+	if ls := testenv.Run(t, "", binary, "device", "ls", "--root", g.Root); strings.Contains(ls, "lap") {
 		t.Errorf("gsvfs device ls after rm:\n%s", ls)
 	}
 	wantFinalExit(t, lap, "revoked")
@@ -190,8 +185,8 @@ func TestRefusedJoinExits(t *testing.T) {
 	g, _ := startServe(t, "--listen", "tls:127.0.0.1:0")
 	base := t.TempDir()
 	revoked := tokenOf(t, g.Root)
-	toks := strings.Split(strings.TrimSpace(run(t, "", binary, "device", "tokens", "--root", g.Root)), "\n")
-	run(t, "", binary, "device", "revoke", "--root", g.Root, strings.Fields(toks[len(toks)-1])[0])
+	toks := strings.Split(strings.TrimSpace(testenv.Run(t, "", binary, "device", "tokens", "--root", g.Root)), "\n")
+	testenv.Run(t, "", binary, "device", "revoke", "--root", g.Root, strings.Fields(toks[len(toks)-1])[0])
 	joinAs(t, filepath.Join(base, "first"), "twin", tokenOf(t, g.Root))
 	waitLog(t, g, "device online", 10*time.Second)
 	for _, c := range []struct{ name, token, why string }{
@@ -216,11 +211,9 @@ func TestRefusedJoinExits(t *testing.T) {
 	far := launch(t, &daemon{Root: farRoot}, "--log-level", "debug",
 		"serve", "--root", farRoot, "--device", "far", "--join", editToken(t, tokenOf(t, g.Root), "a", closed))
 	t.Cleanup(func() { far.stop(t) })
-	for start := time.Now(); strings.Count(far.log.String(), "join failed") < 2; time.Sleep(50 * time.Millisecond) {
-		if time.Since(start) > 10*time.Second {
-			t.Fatalf("no second dial of an unreachable gateway:\n%s", far.log)
-		}
-	}
+	testenv.Eventually(t, 10*time.Second, "a second dial of an unreachable gateway", func() (bool, string) {
+		return strings.Count(far.log.String(), "join failed") >= 2, far.log.String()
+	})
 	select {
 	case err := <-far.done:
 		t.Errorf("a device gave up on a network error: %v\n%s", err, far.log)
@@ -292,7 +285,7 @@ func TestDialledDeviceAtStart(t *testing.T) {
 	t.Cleanup(func() { g.stop(t) })
 	m := mountServer(t, "unix:"+filepath.Join(gRoot, "gsvfs.sock"))
 	waitOnline(t, m.Mnt, "desk", true, 15*time.Second)
-	if ls := run(t, "", binary, "device", "ls", "--root", deskRoot); !strings.Contains(ls, "gsv") || !strings.Contains(ls, "gateway") {
+	if ls := testenv.Run(t, "", binary, "device", "ls", "--root", deskRoot); !strings.Contains(ls, "gsv") || !strings.Contains(ls, "gateway") {
 		t.Errorf("the device does not list the gateway it serves:\n%s", ls)
 	}
 	if g.cmd.ProcessState != nil || strings.Contains(g.log.String(), "panic") {

@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/vfs/vfstest"
 )
 
@@ -239,7 +240,7 @@ func ucOnDiskAtFsync(t *testing.T, dir, host string) {
 func ucEventually(t *testing.T, what, p string, want []byte) {
 	t.Helper()
 	var got []byte
-	if !waitFor(10*time.Second, func() bool { got, _ = os.ReadFile(p); return bytes.Equal(got, want) }) {
+	if !testenv.Poll(10*time.Second, func() bool { got, _ = os.ReadFile(p); return bytes.Equal(got, want) }) {
 		t.Fatalf("%s did not show through the mount: %s", what, smDescribe(got, want))
 	}
 }

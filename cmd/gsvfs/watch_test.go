@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gsvfs/gsvfs/internal/testenv"
 )
 
 // What other programs do to the state directory shows through the mount
@@ -70,7 +72,9 @@ func TestOutsideChangesShow(t *testing.T) {
 			o.expect("listing", "f\nf\n", "sh", "-c", `ls "$1"; ls "$1"`, "sh", m) // the second from the kernel's cache
 			o.write(filepath.Join(host, "unseen"), "x")
 			o.eventually("a file made outside in a listed directory", "f\nunseen\n", "ls", m)
-			os.Remove(filepath.Join(host, "unseen"))
+			if err := os.Remove(filepath.Join(host, "unseen")); err != nil {
+				t.Fatal(err)
+			}
 			o.eventually("a removal from a listed directory", "f\n", "ls", m)
 
 			// A directory moved: its files are watched where it went.
@@ -168,7 +172,7 @@ func (o outside) eventually(what, want, name string, args ...string) {
 	o.t.Helper()
 	start := time.Now()
 	var got string
-	if !waitFor(10*time.Second, func() bool { got = output(name, args...); return got == want }) {
+	if !testenv.Poll(10*time.Second, func() bool { got = output(name, args...); return got == want }) {
 		o.t.Fatalf("%s made outside did not show: %s %s gives %q, want %q\n%s",
 			what, name, strings.Join(args, " "), got, want, o.d.log)
 	}

@@ -157,7 +157,9 @@ func TestWritebackMappedAndDirect(t *testing.T) {
 	if got, _ := os.ReadFile(p); len(got) != 4096 {
 		t.Errorf("truncated while mapped: %d bytes read through the mount, want 4096", len(got))
 	}
-	syscall.Munmap(m)
+	if err := syscall.Munmap(m); err != nil {
+		t.Fatalf("munmap: %v", err)
+	}
 
 	// O_DIRECT: a page-aligned buffer, written past what the cache holds.
 	buf, err := syscall.Mmap(-1, 0, 4096, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/vfs"
 	"github.com/gsvfs/gsvfs/vfs/diskfs"
 )
@@ -194,9 +195,7 @@ func TestLockWaiterWokenByUnlock(t *testing.T) {
 		}
 		got := make(chan error, 1)
 		go func() { _, err := h2.Lock(ctx, req(vfs.LockWait, 2, vfs.LockWrite)); got <- err }()
-		for diskfs.LockWaiting() == 0 { // until it has found the lock taken
-			time.Sleep(time.Millisecond)
-		}
+		testenv.WaitFor(t, time.Minute, "the waiter finding the lock taken", func() bool { return diskfs.LockWaiting() > 0 })
 		if _, err := h1.Lock(ctx, req(vfs.LockSet, 1, vfs.LockUnlock)); err != nil {
 			t.Fatal(err)
 		}

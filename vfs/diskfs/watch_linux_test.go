@@ -78,7 +78,9 @@ func TestWatchReportsOutsideChanges(t *testing.T) {
 		t.Fatal("a directory the tree holds is not watched")
 	}
 
-	os.WriteFile(filepath.Join(dir, "sub", "new"), []byte("x"), 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "sub", "new"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	c := next(t, ch, "new")
 	if c.Dir != subAttr.Ino || c.Attr.Ino == 0 {
 		t.Fatalf("creation reported as %+v, want dir %d and the file", c, subAttr.Ino)
@@ -90,11 +92,15 @@ func TestWatchReportsOutsideChanges(t *testing.T) {
 	if !attr(t, f1).Watched {
 		t.Fatal("a file in a watched directory is not watched")
 	}
-	os.WriteFile(filepath.Join(dir, "sub", "new"), []byte("xy"), 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "sub", "new"), []byte("xy"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if c := next(t, ch, "new"); !c.Data || c.Attr.Size != 2 {
 		t.Fatalf("write reported as %+v, want data changed and size 2", c)
 	}
-	os.Remove(filepath.Join(dir, "sub", "new"))
+	if err := os.Remove(filepath.Join(dir, "sub", "new")); err != nil {
+		t.Fatal(err)
+	}
 	if c := next(t, ch, "new"); c.Attr.Ino != 0 {
 		t.Fatalf("removal reported as %+v, want the name gone", c)
 	}
@@ -104,7 +110,9 @@ func TestWatchReportsOutsideChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	next(t, ch, "moved")
-	os.WriteFile(filepath.Join(dir, "moved", "after"), nil, 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "moved", "after"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if c := next(t, ch, "after"); c.Dir != subAttr.Ino {
 		t.Fatalf("a change in the moved directory reported as %+v", c)
 	}
@@ -124,8 +132,12 @@ func TestWatchWriteRightAfterDirMove(t *testing.T) {
 	ch := subscribe(t, f)
 	for i := range 20 { // each round a fresh race between the move and the write
 		d1, d2 := filepath.Join(dir, fmt.Sprint("a", i)), filepath.Join(dir, fmt.Sprint("b", i))
-		os.Mkdir(d1, 0o755)
-		os.WriteFile(filepath.Join(d1, "g"), []byte("before"), 0o644)
+		if err := os.Mkdir(d1, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d1, "g"), []byte("before"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		d, err := f.Root().Lookup(ctx, filepath.Base(d1))
 		if err != nil {
 			t.Fatal(err)
@@ -139,7 +151,9 @@ func TestWatchWriteRightAfterDirMove(t *testing.T) {
 		if err := os.Rename(d1, d2); err != nil {
 			t.Fatal(err)
 		}
-		os.WriteFile(filepath.Join(d2, "g"), []byte("after!"), 0o644)
+		if err := os.WriteFile(filepath.Join(d2, "g"), []byte("after!"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		if c := nextData(t, ch, ino); c.Attr.Size != 6 {
 			t.Fatalf("round %d: the write reported as %+v, want size 6", i, c)
 		}
@@ -178,7 +192,9 @@ func TestWatchLimit(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	for _, d := range []string{"a", "b", "c"} {
-		os.Mkdir(filepath.Join(dir, d), 0o755)
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	f, err := diskfs.New(dir)
 	if err != nil {
@@ -225,7 +241,9 @@ func TestWatchIgnoresLocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	ch := subscribe(t, f)
-	os.WriteFile(filepath.Join(dir, "start"), nil, 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "start"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	next(t, ch, "start") // the watch is in place
 	for _, mode := range []int{os.O_RDONLY, os.O_RDWR} {
 		l := openLocker(t, f.Root(), "f", mode)
@@ -241,7 +259,9 @@ func TestWatchIgnoresLocks(t *testing.T) {
 		}
 		l.Lock(ctx, vfs.LockRequest{Cmd: vfs.LockClose})
 	}
-	os.WriteFile(filepath.Join(dir, "end"), nil, 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "end"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for {
 		c := <-ch
 		if c.Name == "f" {

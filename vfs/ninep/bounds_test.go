@@ -7,12 +7,12 @@ import (
 	"net"
 	"os"
 	"runtime"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/vfs"
 )
 
@@ -210,12 +210,9 @@ func TestEndlessDirectoryBounded(t *testing.T) {
 func waitGoroutines(t *testing.T, want int) {
 	t.Helper()
 	var got int
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-		if got = runtime.NumGoroutine(); got <= want {
-			return
-		}
+	if !testenv.Poll(10*time.Second, func() bool { got = runtime.NumGoroutine(); return got <= want }) {
+		t.Errorf("goroutines: %d, want at most %d", got, want)
 	}
-	t.Errorf("goroutines: %d, want at most %d", got, want)
 }
 
 // A server that answers its liveness probes but nothing else: a call
@@ -374,11 +371,7 @@ func TestNodeKeptDuringCall(t *testing.T) {
 		_, err := (<-nodes).Attr(ctx) // held by the server
 		res <- err
 	}()
-	for start := time.Now(); held.Load() == 0; time.Sleep(time.Millisecond) {
-		if time.Since(start) > hangBound {
-			t.Fatalf("the getattr never reached the server")
-		}
-	}
+	testenv.WaitFor(t, hangBound, "the getattr reaching the server", func() bool { return held.Load() != 0 })
 	for range 20 {
 		runtime.GC()
 		time.Sleep(time.Millisecond) // let cleanups queued by the collector run
@@ -405,10 +398,7 @@ func getattrWaitsFor(t *testing.T, root vfs.Node, what string, release func()) {
 		res <- err
 	}()
 	const marker = "ninep.getattrWaitsFor.func1"
-	blocked := func() bool {
-		st := goroutineState(marker)
-		return st != "" && st != "running" && st != "runnable"
-	}
+	blocked := func() bool { return testenv.Blocked(testenv.GoroutineState(marker)) }
 	for start := time.Now(); !blocked(); time.Sleep(time.Millisecond) {
 		select {
 		case err := <-res:
@@ -416,34 +406,17 @@ func getattrWaitsFor(t *testing.T, root vfs.Node, what string, release func()) {
 		default:
 		}
 		if time.Since(start) > hangBound {
-			t.Fatalf("getattr waiting for %s: not blocked after %v (%q)", what, hangBound, goroutineState(marker))
+			t.Fatalf("getattr waiting for %s: not blocked after %v (%q)", what, hangBound, testenv.GoroutineState(marker))
 		}
 	}
 	for range 50 {
 		time.Sleep(2 * time.Millisecond)
 		if !blocked() {
-			t.Fatalf("getattr waiting for %s woke without a release (%q): it spins", what, goroutineState(marker))
+			t.Fatalf("getattr waiting for %s woke without a release (%q): it spins", what, testenv.GoroutineState(marker))
 		}
 	}
 	release()
 	if err := within(t, "getattr once "+what+" is given back", func() error { return <-res }); err != nil {
 		t.Errorf("getattr: %v", err)
 	}
-}
-
-// goroutineState is the state (select, chan receive, running, ...) of
-// the goroutine whose stack names marker, "" if none does.
-func goroutineState(marker string) string {
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		if !strings.Contains(g, marker) {
-			continue
-		}
-		_, rest, _ := strings.Cut(g, "[")
-		st, _, _ := strings.Cut(rest, "]")
-		st, _, _ = strings.Cut(st, ",") // "select, 2 minutes"
-		return st
-	}
-	return ""
 }

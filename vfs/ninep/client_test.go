@@ -206,8 +206,12 @@ func TestSocketRefusesOtherUsers(t *testing.T) {
 		t.Skip("helper process")
 	}
 	_, addr := serve(t, newDisk(t))
-	os.Chmod(addr.Addr, 0o666) // take the file mode out of the way
-	os.Chmod(filepath.Dir(addr.Addr), 0o755)
+	if err := os.Chmod(addr.Addr, 0o666); err != nil { // take the file mode out of the way
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Dir(addr.Addr), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	exe := copyExecutable(t)
 	cmd := exec.Command(exe, "-test.run=^TestDialHelper$")
 	cmd.Env = append(os.Environ(), "GSVFS_NINEP_DIAL="+addr.Addr)
@@ -251,7 +255,9 @@ func copyExecutable(t *testing.T) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	os.Chmod(dir, 0o755)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	in, err := os.Open(self)
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/vfs"
 )
 
@@ -90,12 +91,7 @@ func TestSequentialReadKeepsReadsInFlight(t *testing.T) {
 		}
 		got <- all
 	}()
-	within(t, "two reads waiting on the server at once", func() error {
-		for g.waiting.Load() < 2 {
-			time.Sleep(time.Millisecond)
-		}
-		return nil
-	})
+	testenv.WaitFor(t, hangBound, "two reads waiting on the server at once", func() bool { return g.waiting.Load() >= 2 })
 	close(g.gate)
 	var all []byte
 	within(t, "the rest of the file", func() error { all = <-got; return nil })
@@ -104,12 +100,7 @@ func TestSequentialReadKeepsReadsInFlight(t *testing.T) {
 	}
 	t.Logf("reads waiting at once, at most: %d", g.most.Load())
 	h.Close()
-	within(t, "the read-ahead giving its memory back after close", func() error {
-		for c.raHeld.Load() != 0 {
-			time.Sleep(time.Millisecond)
-		}
-		return nil
-	})
+	testenv.WaitFor(t, hangBound, "the read-ahead giving its memory back after close", func() bool { return c.raHeld.Load() == 0 })
 }
 
 // A generated file (QID version 0) is never read ahead: its reads may

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/vfs"
 	"github.com/gsvfs/gsvfs/vfs/diskfs"
 )
@@ -203,12 +204,7 @@ func TestForgetsClunkInBatches(t *testing.T) {
 	for _, k := range kids {
 		k.(vfs.Forgetter).Forget()
 	}
-	within(t, "the server giving back every forgotten fid", func() error {
-		for serverFids(srv) > held {
-			time.Sleep(time.Millisecond)
-		}
-		return nil
-	})
+	testenv.WaitFor(t, hangBound, "the server giving back every forgotten fid", func() bool { return serverFids(srv) <= held })
 	if got := srv.Stats().Requests - before; got > nodes/4 {
 		t.Errorf("forgetting %d nodes took %d requests, want at most %d", nodes, got, nodes/4)
 	}
@@ -330,10 +326,5 @@ func TestSlowChildOfQuickDirStallsNothing(t *testing.T) {
 // requests that start them are not counted with a test's own.
 func noticesOn(t *testing.T, c *Client) {
 	t.Helper()
-	within(t, "the change notices starting", func() error {
-		for !c.notices.on.Load() {
-			time.Sleep(time.Millisecond)
-		}
-		return nil
-	})
+	testenv.WaitFor(t, hangBound, "the change notices starting", func() bool { return c.notices.on.Load() })
 }

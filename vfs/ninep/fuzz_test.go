@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/vfs"
 )
 
@@ -260,19 +262,12 @@ func encodeFrames(ms ...Message) []byte {
 // have all returned.
 func waitNoConns(t testing.TB, srv *Server) {
 	t.Helper()
-	deadline := time.Now().Add(fuzzHangBound)
-	for {
+	testenv.Eventually(t, fuzzHangBound, "the server done with its closed connections", func() (bool, string) {
 		srv.mu.Lock()
 		n := len(srv.conns)
 		srv.mu.Unlock()
-		if n == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server still busy with %d closed connections after %v", n, fuzzHangBound)
-		}
-		time.Sleep(100 * time.Microsecond)
-	}
+		return n == 0, fmt.Sprintf("%d connections", n)
+	})
 }
 
 // serveForFuzz starts a server that logs to h, for the whole fuzz run.

@@ -178,8 +178,12 @@ func TestCacheTTLWithPlainPeer(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "a"), []byte("one"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	os.Mkdir(filepath.Join(dir, "sub"), 0o755)
-	os.WriteFile(filepath.Join(dir, "sub", "b"), []byte("two"), 0o644)
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sub", "b"), []byte("two"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	c, root := dialPeer(t, addr, dir)
 	if c.Extended() || c.Notices().On {
 		t.Fatalf("diod: extended %v, notices %v; want neither", c.Extended(), c.Notices().On)
@@ -197,8 +201,12 @@ func TestCacheTTLWithPlainPeer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(dir, "a"), []byte("longer"), 0o644)
-	os.WriteFile(filepath.Join(dir, "new"), nil, 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "a"), []byte("longer"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "new"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if a, _ := attrOf(t, root, "a"); a.Size != a1.Size {
 		t.Errorf("within CacheTTL: size %d, want the cached %d", a.Size, a1.Size)
 	}

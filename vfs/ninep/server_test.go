@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/vfs"
 )
 
@@ -265,21 +266,13 @@ func TestVanishedClientLeaksNothing(t *testing.T) {
 	}
 	c.nc.Close() // vanish without clunking anything
 
-	within(t, "server noticing the client left", func() error {
-		for srv.connCount() > 0 || b.opens.Load() > 0 {
-			time.Sleep(5 * time.Millisecond)
-		}
-		return nil
-	})
+	testenv.WaitFor(t, hangBound, "server noticing the client left", func() bool { return srv.connCount() == 0 && b.opens.Load() == 0 })
 	select {
 	case <-b.ended:
 	case <-time.After(hangBound):
 		t.Fatal("the vanished client's blocked read was never cancelled")
 	}
-	deadline := time.Now().Add(hangBound)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.Poll(hangBound, func() bool { return runtime.NumGoroutine() <= before })
 	if n := runtime.NumGoroutine(); n > before {
 		buf := make([]byte, 1<<16)
 		t.Errorf("goroutines: %d after the client left, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])

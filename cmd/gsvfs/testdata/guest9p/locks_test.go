@@ -7,9 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gsvfs/gsvfs/internal/testenv"
 )
 
 // lockChildEnv, when set to a file path, makes the test binary act as the
@@ -209,7 +212,7 @@ func TestFcntlLocks(t *testing.T) {
 	waitFirst := os.Getenv(serverEnv) != "diod"
 	if waitFirst {
 		go func() { got <- setlk(f, syscall.F_SETLKW, syscall.F_WRLCK, 0, 0) }()
-		time.Sleep(200 * time.Millisecond) // let it block in the guest
+		waitSetlkw(t)
 	}
 	if _, err := io.WriteString(stdin, "unlock\n"); err != nil {
 		t.Fatal(err)
@@ -229,4 +232,24 @@ func TestFcntlLocks(t *testing.T) {
 	if err := child.Wait(); err != nil {
 		t.Errorf("lock child: %v", err)
 	}
+}
+
+// waitSetlkw waits until a thread of this process sleeps in fcntl
+// F_SETLKW (/proc/self/task/TID/syscall names the call a sleeping thread
+// is in, its number and arguments): the waiter is then blocked in the
+// guest, which is what the unlock must find.
+func waitSetlkw(t *testing.T) {
+	t.Helper()
+	want := fmt.Sprintf("%d", syscall.SYS_FCNTL)
+	cmd := fmt.Sprintf("0x%x", syscall.F_SETLKW)
+	testenv.WaitFor(t, 10*time.Second, "a thread blocked in F_SETLKW", func() bool {
+		tasks, _ := filepath.Glob("/proc/self/task/*/syscall")
+		for _, task := range tasks {
+			b, _ := os.ReadFile(task)
+			if f := strings.Fields(string(b)); len(f) > 2 && f[0] == want && f[2] == cmd {
+				return true
+			}
+		}
+		return false
+	})
 }
