@@ -52,9 +52,8 @@ type Daemon struct {
 
 	mu sync.Mutex
 	// ctl takes the runs /sys/cron/ctl asks for to the daemon's
-	// goroutine (nil before Start).
+	// goroutine; nil before Load, set once.
 	ctl     *ctlServer
-	started bool // the crontab was read at the daemon's start
 	jobs    []*job
 	bad     []string        // lines refused, with why
 	ctlErr  string          // why the last write to /sys/cron/ctl was refused
@@ -128,34 +127,35 @@ func New(o Options) *Daemon {
 // being due: a second, the finest a schedule can say.
 const tick = time.Second
 
-// Start reads the crontab, starts its @reboot jobs, and runs the others
-// in the background, whenever due, until ctx ends. The lines it reads
-// before it returns are those found at the daemon's start: a daemon
-// calls it before it serves its tree, so that every line written
-// through the tree is read later.
-func (d *Daemon) Start(ctx context.Context) {
-	d.begin(ctx)
-	go d.loop(ctx)
-}
-
-// Run is Start that returns when ctx ends.
-func (d *Daemon) Run(ctx context.Context) {
-	d.begin(ctx)
-	d.loop(ctx)
-}
-
-// begin reads the crontab at the daemon's start, once, and serves the
-// runs ctl asks for until ctx ends.
-func (d *Daemon) begin(ctx context.Context) {
-	s := &ctlServer{asks: make(chan ctlAsk), ended: make(chan struct{})}
-	go d.serveCtl(ctx, s)
+// Load reads the crontab, starts its @reboot jobs and serves the runs
+// ctl asks for until ctx ends; Run runs the other jobs. The lines Load
+// reads are those found at the daemon's start: a daemon calls it before
+// it serves its tree, so that every line written through the tree is
+// read later, and runs Run in a goroutine it waits for. Calls after the
+// first do nothing.
+func (d *Daemon) Load(ctx context.Context) {
 	d.mu.Lock()
-	first := !d.started
-	d.started, d.ctl = true, s
+	first := d.ctl == nil
+	if first {
+		d.ctl = &ctlServer{asks: make(chan ctlAsk), ended: make(chan struct{})}
+		go d.serveCtl(ctx, d.ctl)
+	}
 	d.mu.Unlock()
 	if first {
 		d.reload(ctx, true)
 	}
+}
+
+// Run loads the crontab unless Load did, and runs its jobs whenever due
+// until ctx ends. It returns once ctl starts nothing more: the runs it
+// started end with ctx, as the sessions they run in do.
+func (d *Daemon) Run(ctx context.Context) {
+	d.Load(ctx)
+	d.loop(ctx)
+	d.mu.Lock()
+	s := d.ctl
+	d.mu.Unlock()
+	<-s.ended
 }
 
 // ctlServer is how a write to /sys/cron/ctl, which comes with no

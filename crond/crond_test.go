@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -332,7 +331,7 @@ FOO=bar
 	}
 	now := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
 	d := New(Options{File: tab, Runner: &fakeRunner{}, Clock: func() time.Time { return now }, Log: quiet()})
-	d.begin(t.Context())
+	d.Load(t.Context())
 	table := string(d.Table())
 	for _, want := range []string{
 		"CRON_TZ=Europe/Paris 0 9 * * *\tnext 2026-11-25T09:00:00+01:00\t",
@@ -376,7 +375,7 @@ func TestHistoryAndControl(t *testing.T) {
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	run := &gatedRunner{gate: make(chan struct{})}
 	d := New(Options{File: tab, Runner: run, Clock: clock, Log: quiet()})
-	d.begin(t.Context())
+	d.Load(t.Context())
 	id := jobID("@hourly", "make check")
 	if err := d.Control("run " + id); err != nil {
 		t.Fatalf("run %s: %v", id, err)
@@ -437,7 +436,9 @@ func TestControlRunsEndWithTheDaemon(t *testing.T) {
 	run := &ctxRunner{}
 	d := New(Options{File: tab, Runner: run, Log: quiet()})
 	ctx, cancel := context.WithCancel(context.Background())
-	d.Start(ctx)
+	ran := make(chan struct{})
+	go func() { d.Run(ctx); close(ran) }()
+	d.Load(ctx) // the crontab is read before Control asks for its job
 	id := jobID("@hourly", "make check")
 	if err := d.Control("run " + id); err != nil {
 		t.Fatalf("run %s: %v", id, err)
@@ -446,12 +447,10 @@ func TestControlRunsEndWithTheDaemon(t *testing.T) {
 		t.Fatalf("/sys/cron/jobs during the run: %q", line)
 	}
 	cancel()
-	for end := time.Now().Add(10 * time.Second); !strings.Contains(string(d.History()), "ended with the daemon"); {
-		if time.Now().After(end) {
-			t.Fatalf("the run did not end with the daemon:\n%s", d.History())
-		}
-		runtime.Gosched() // the run's wait returns once ctx is done
-	}
+	<-ran // Run returns once ctl starts nothing more
+	testenv.WaitFor(t, 10*time.Second, "the run ended with the daemon", func() bool {
+		return strings.Contains(string(d.History()), "ended with the daemon")
+	})
 	err := d.Control("run " + id)
 	if !errors.Is(err, syscall.ENOTSUP) {
 		t.Errorf("run after the daemon ended: %v, want ENOTSUP", err)

@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/vfs"
 	"github.com/gsvfs/gsvfs/vfs/vfstest"
 )
@@ -380,11 +379,3 @@ func procEndedNow(dir string) bool {
 
 // procErrno names the errno of err, for got/want messages.
 func procErrno(err error) string { return smErrName(vfs.Errno(err)) }
-
-// procEventually is testenv.Eventually under its old name, kept only for
-// ps_test.go, which another change is editing: once both are merged, its
-// calls become testenv.Eventually and it goes.
-func procEventually(t testing.TB, within time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	testenv.Eventually(t, within, what, cond)
-}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gsvfs/gsvfs/internal/testenv"
 )
 
 // TestPs lists the same sessions through the files of the mount and over
@@ -94,7 +96,7 @@ func psShell(t *testing.T, d *daemon) string {
 	}
 	id := strings.TrimSpace(string(clone))
 	procMustWrite(t, d.Path("proc/"+id+"/stdin"), "echo hi\n")
-	procEventually(t, procBound, "the shell prints", func() (bool, string) {
+	testenv.Eventually(t, procBound, "the shell prints", func() (bool, string) {
 		st := procReadStatus(t, d.Path("proc/"+id))
 		return st.OutputBytes > 0, st.Status
 	})

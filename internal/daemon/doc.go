@@ -6,9 +6,8 @@
 // /dev, /sys, /proc's shell sessions, and the devices' gateway at
 // /sys/devices and /mnt. It reads the settings kept in the directory's
 // etc/gsvfs.conf, and starts the tree's goroutines on one context: the
-// gateway's watch of its devices, the watcher of etc/namespace and the
-// reaper of finished sessions in one errgroup, and crond, which runs its
-// own loop on that context.
+// gateway's watch of its devices, the watcher of etc/namespace, the
+// reaper of finished sessions and crond, in one errgroup.
 //
 // The command serves the tree it gets (FUSE, 9P listeners, device
 // links) and stops those edges first; Tree.Close then cancels the

@@ -276,10 +276,10 @@ func (tr *Tree) start(root string, proc *procfs.FS, cron *crond.Daemon, hostDir 
 	tr.stop = cancel
 	tr.jobs.Go(func() error { tr.Gateway.Watch(ctx); return nil })
 	if sessions {
-		// Start reads the crontab before it returns, so every line
-		// written through the tree is read later; its loop runs in a
-		// goroutine of crond's own, which ends with ctx.
-		cron.Start(ctx)
+		// Load reads the crontab before the tree is served, so every
+		// line written through the tree is read later.
+		cron.Load(ctx)
+		tr.jobs.Go(func() error { cron.Run(ctx); return nil })
 	}
 	written := make(chan struct{}, 1)
 	tr.Table.GuardNamespace("/etc/namespace", func() {
