@@ -207,12 +207,7 @@ func TestFileReplacedBySymlink(t *testing.T) {
 // deny entry keeps a user out of a file its mode lets everyone read, and
 // an allow entry lets a user into a file its mode keeps private.
 func TestACLsLikeExt4(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("SKIPPED: needs root to act as another user")
-	}
-	if _, err := exec.LookPath("setfacl"); err != nil {
-		t.Skipf("SKIPPED: setfacl is missing (.ci/run installs acl): %v", err)
-	}
+	requireACLTools(t)
 	d := smSharedMount(t)
 	native := smSharedTempDir(t)
 	mounted := d.Path("workspaces")
@@ -333,12 +328,7 @@ func TestManyDirectoriesBoundedDescriptors(t *testing.T) {
 // ACL in place of the creator's umask, and the umask where there is none,
 // as on ext4: compared with getfacl of the same creations on the host.
 func TestDefaultACLReplacesUmask(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("SKIPPED: needs root to act as another user")
-	}
-	if _, err := exec.LookPath("setfacl"); err != nil {
-		t.Skipf("SKIPPED: setfacl is missing (.ci/run installs acl): %v", err)
-	}
+	requireACLTools(t)
 	d := smSharedMount(t)
 	native := smSharedTempDir(t)
 	mounted := d.Path("workspaces/acl")
@@ -363,5 +353,17 @@ func TestDefaultACLReplacesUmask(t *testing.T) {
 	}
 	if !strings.Contains(want, "mask::rw-") {
 		t.Errorf("ext4's own answer lacks mask::rw- (the test is not testing): %s", want)
+	}
+}
+
+// requireACLTools skips, loudly, where the ACL tests cannot run: they act
+// as another user, and set ACLs with setfacl on both sides.
+func requireACLTools(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED: needs root to act as another user")
+	}
+	if _, err := exec.LookPath("setfacl"); err != nil {
+		t.Skipf("SKIPPED: setfacl is missing (.ci/run installs acl): %v", err)
 	}
 }
