@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -27,31 +26,13 @@ import (
 
 const hangBound = 10 * time.Second
 
-// fakeClock is the injected clock: time moves only when a test says.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	c.now = t
-	c.mu.Unlock()
-}
-
 var epoch = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 // newFS returns a /proc tree over a fresh Manager, both on one fake
 // clock, with sessions running /bin/sh in a temp directory.
-func newFS(t *testing.T, cfg shelld.Config, opts Options) (*FS, *fakeClock) {
+func newFS(t *testing.T, cfg shelld.Config, opts Options) (*FS, *testenv.Clock) {
 	t.Helper()
-	clock := &fakeClock{now: epoch}
+	clock := testenv.NewClock(epoch)
 	cfg.Clock = clock.Now
 	if cfg.Shell == "" {
 		cfg.Shell = "/bin/sh"
@@ -769,7 +750,7 @@ func TestRemove(t *testing.T) {
 // A reader below the kept head (output past the cap dropped) is moved up
 // to the head and reads on: offsets shifted, nothing repeated or skipped.
 func TestReaderShift(t *testing.T) {
-	clock := &fakeClock{now: epoch}
+	clock := testenv.NewClock(epoch)
 	log := shelld.NewLog(100, clock.Now)
 	r := &vfs.StreamReader{S: log}
 	buf := make([]byte, 1000)

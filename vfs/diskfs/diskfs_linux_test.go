@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/vfs"
 	"github.com/gsvfs/gsvfs/vfs/diskfs"
 	"github.com/gsvfs/gsvfs/vfs/vfstest"
@@ -1007,18 +1008,9 @@ func testDeepTree(t *testing.T, dirFds int) {
 // (other tests' nodes may be collected meanwhile; they do not count).
 func deletedFds(t *testing.T, dir string) int {
 	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skipf("SKIPPED: no /proc/self/fd: %v", err)
-	}
-	n := 0
-	for _, e := range ents {
-		target, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name()))
-		if err == nil && strings.HasPrefix(target, dir+"/") && strings.HasSuffix(target, " (deleted)") {
-			n++
-		}
-	}
-	return n
+	return testenv.SelfFds(t, func(target string) bool {
+		return strings.HasPrefix(target, dir+"/") && strings.HasSuffix(target, " (deleted)")
+	})
 }
 
 // TestUnlinkFreesSpace checks that a removed file keeps no descriptor once
