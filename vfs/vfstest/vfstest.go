@@ -679,14 +679,7 @@ func testRename(t *testing.T, root vfs.Node) {
 	t.Run("SameDir", func(t *testing.T) {
 		d := mkdir(t, root, "same")
 		a := mkfile(t, d, "a", "A")
-		ino := attr(t, a).Ino
-		noErr(t, "Rename(a, b)", d.Rename(ctx, "a", d, "b"))
-		wantMissing(t, d, "a")
-		b := lookup(t, d, "b")
-		wantContent(t, "b", b, "A")
-		if got := attr(t, b).Ino; got != ino {
-			t.Errorf("Ino after rename: got %d, want %d", got, ino)
-		}
+		renameInDir(t, d, "a", "b", a, "A")
 		wantContent(t, "the node of a, renamed", a, "A")
 		wantNames(t, "dir", d, "b")
 	})
@@ -709,14 +702,7 @@ func testRename(t *testing.T, root vfs.Node) {
 		d := mkdir(t, root, "replace")
 		a := mkfile(t, d, "a", "new content")
 		mkfile(t, d, "b", "old content")
-		ino := attr(t, a).Ino
-		noErr(t, "Rename(a, b) over b", d.Rename(ctx, "a", d, "b"))
-		wantMissing(t, d, "a")
-		b := lookup(t, d, "b")
-		wantContent(t, "b", b, "new content")
-		if got := attr(t, b).Ino; got != ino {
-			t.Errorf("Ino of b: got %d, want %d (the renamed file's)", got, ino)
-		}
+		renameInDir(t, d, "a", "b", a, "new content")
 		wantNames(t, "dir", d, "b")
 	})
 	t.Run("ReplaceFileAcrossDirs", func(t *testing.T) {
@@ -745,6 +731,20 @@ func testRename(t *testing.T, root vfs.Node) {
 		wantNames(t, "dir", d, "a")
 		wantContent(t, "a", lookup(t, d, "a"), "A")
 	})
+}
+
+// renameInDir renames from to to in d and checks that to is now the file
+// a was, by content and inode, and that from is gone.
+func renameInDir(t *testing.T, d vfs.Node, from, to string, a vfs.Node, content string) {
+	t.Helper()
+	ino := attr(t, a).Ino
+	noErr(t, fmt.Sprintf("Rename(%s, %s)", from, to), d.Rename(t.Context(), from, d, to))
+	wantMissing(t, d, from)
+	b := lookup(t, d, to)
+	wantContent(t, to, b, content)
+	if got := attr(t, b).Ino; got != ino {
+		t.Errorf("Ino of %s after the rename: got %d, want %d (the renamed file's)", to, got, ino)
+	}
 }
 
 func testRenameErrors(t *testing.T, root vfs.Node) {
