@@ -939,16 +939,26 @@ func short(names []string) []string {
 	return out
 }
 
-func testReadDirResume(t *testing.T, root vfs.Node) {
-	const n = 300
-	d, names := bigDir(t, root, "big", n)
-	h := open(t, d, os.O_RDONLY)
-	defer closeHandle(t, h)
-	all := readDirFrom(t, h, 0)
+// listBigDir makes bigDir's directory of n entries, opens it and reads
+// the whole listing (all), and ends the test unless the listing has
+// every name; the caller closes h.
+func listBigDir(t *testing.T, root vfs.Node, name string, n int) (d vfs.Node, h vfs.Handle, names []string, all []vfs.DirEntry) {
+	t.Helper()
+	d, names = bigDir(t, root, name, n)
+	h = open(t, d, os.O_RDONLY)
+	all = readDirFrom(t, h, 0)
 	checkRest(t, "full listing", all, names)
 	if len(all) != n {
+		closeHandle(t, h)
 		t.FailNow()
 	}
+	return d, h, names, all
+}
+
+func testReadDirResume(t *testing.T, root vfs.Node) {
+	const n = 300
+	d, h, names, all := listBigDir(t, root, "big", n)
+	defer closeHandle(t, h)
 	// Out of order, so that the handle seeks backwards as well as forwards.
 	for _, k := range []int{150, 0, n - 1, 1, n - 2, 99, 200, 2} {
 		want := entryNames(all[k+1:])
@@ -981,14 +991,8 @@ func testReadDirResume(t *testing.T, root vfs.Node) {
 func testReadDirChanging(t *testing.T, root vfs.Node) {
 	ctx := t.Context()
 	const n = 300
-	d, names := bigDir(t, root, "changing", n)
-	h := open(t, d, os.O_RDONLY)
+	d, h, _, all := listBigDir(t, root, "changing", n)
 	defer closeHandle(t, h)
-	all := readDirFrom(t, h, 0)
-	checkRest(t, "full listing", all, names)
-	if len(all) != n {
-		t.FailNow()
-	}
 	const k = 149 // the last entry the reader has seen
 	seen := entryNames(all[:k+1])
 	removed := map[string]bool{}
