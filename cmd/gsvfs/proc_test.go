@@ -1027,14 +1027,7 @@ func TestProcOtherUsersKeptOut(t *testing.T) {
 		t.Skip("SKIPPED: needs root to share the mount and to act as another user")
 	}
 	vfstest.NeedFUSE(t)
-	base, err := os.MkdirTemp("", "gsvfs-proc-users-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	if err := os.Chmod(base, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	base := testenv.SharedDir(t, "gsvfs-proc-users-", 0o755)
 	d := mountAt(t, filepath.Join(base, "state"), filepath.Join(base, "mnt"))
 	t.Cleanup(func() { d.stop(t) })
 	procNew(t, d, "mine")
