@@ -37,27 +37,14 @@ func (f *fakeRunner) names() []string {
 	return append([]string(nil), f.runs...)
 }
 
-// fakeTime is a clock that Sleep advances, so schedules run without
-// waiting.
-type fakeTime struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeTime) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-
-func (c *fakeTime) Sleep(ctx context.Context, d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
-func runFor(t *testing.T, d *Daemon, clock *fakeTime, until time.Time) {
+// runFor runs d until clock reads until; d's sleeps advance clock, so
+// schedules run without waiting.
+func runFor(t *testing.T, d *Daemon, clock *testenv.Clock, until time.Time) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	d.o.Sleep = func(ctx context.Context, step time.Duration) {
-		clock.Sleep(ctx, step)
+		clock.Advance(step)
 		if !clock.Now().Before(until) {
 			cancel()
 		}
@@ -77,7 +64,7 @@ not a line
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	clock := &fakeTime{now: time.Date(2026, 11, 24, 10, 0, 30, 0, time.UTC)}
+	clock := testenv.NewClock(time.Date(2026, 11, 24, 10, 0, 30, 0, time.UTC))
 	run := &fakeRunner{}
 	d := New(Options{File: tab, Runner: run, Clock: clock.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	runFor(t, d, clock, clock.Now().Add(11*time.Minute))
@@ -115,7 +102,7 @@ not a line
 func TestReloadLive(t *testing.T) {
 	dir := t.TempDir()
 	tab := filepath.Join(dir, "crontab")
-	clock := &fakeTime{now: time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)}
+	clock := testenv.NewClock(time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC))
 	run := &fakeRunner{}
 	d := New(Options{File: tab, Runner: run, Clock: clock.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	runFor(t, d, clock, clock.Now().Add(5*time.Second)) // no crontab yet: nothing runs
@@ -153,7 +140,7 @@ func TestRemovedLineStops(t *testing.T) {
 	if err := os.WriteFile(tab, []byte("@every 1s date\n@every 1s true\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	clock := &fakeTime{now: time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)}
+	clock := testenv.NewClock(time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC))
 	run := &fakeRunner{}
 	d := New(Options{File: tab, Runner: run, Clock: clock.Now, Log: quiet()})
 	count := func(command string) (n int) {
@@ -241,7 +228,7 @@ func TestOneShots(t *testing.T) {
 	defer func(l *time.Location) { time.Local = l }(time.Local)
 	time.Local = time.FixedZone("UTC+1", 3600)
 	tab := filepath.Join(t.TempDir(), "crontab")
-	clock := &fakeTime{now: time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)}
+	clock := testenv.NewClock(time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC))
 	run := &fakeRunner{}
 	d := New(Options{File: tab, Runner: run, Clock: clock.Now, Log: quiet()})
 	runFor(t, d, clock, clock.Now().Add(2*time.Second)) // the crontab appears after start
@@ -284,7 +271,7 @@ CRON_TZ=Europe/Paris @at 2026-11-24T11:00:07 echo paris
 // before the restart.
 func TestInAcrossEditsAndRestart(t *testing.T) {
 	tab := filepath.Join(t.TempDir(), "crontab")
-	clock := &fakeTime{now: time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)}
+	clock := testenv.NewClock(time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC))
 	run := &fakeRunner{}
 	d := New(Options{File: tab, Runner: run, Clock: clock.Now, Log: quiet()})
 	runFor(t, d, clock, clock.Now().Add(2*time.Second))

@@ -64,12 +64,7 @@ func (h *fileHandle) SetAttr(ctx context.Context, s vfs.SetAttr) (vfs.Attr, erro
 
 // Sync flushes the backend's handle; a handle with nothing to flush is
 // already durable.
-func (h *fileHandle) Sync(ctx context.Context) error {
-	if s, ok := h.inner.(vfs.Syncer); ok {
-		return s.Sync(ctx)
-	}
-	return nil
-}
+func (h *fileHandle) Sync(ctx context.Context) error { return vfs.Sync(ctx, h.inner) }
 
 func (h *fileHandle) Allocate(ctx context.Context, off, size int64, mode uint32) error {
 	if a, ok := h.inner.(vfs.Allocater); ok {
@@ -175,12 +170,7 @@ func (d *dirHandle) WriteAt(context.Context, []byte, int64) (int, error) {
 	return 0, vfs.Error("write", d.n.path, syscall.EISDIR)
 }
 
-func (d *dirHandle) Sync(ctx context.Context) error {
-	if s, ok := d.inner.(vfs.Syncer); ok {
-		return s.Sync(ctx)
-	}
-	return nil
-}
+func (d *dirHandle) Sync(ctx context.Context) error { return vfs.Sync(ctx, d.inner) }
 
 func (d *dirHandle) Close() error {
 	if d.inner == nil {

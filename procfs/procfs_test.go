@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -27,31 +26,13 @@ import (
 
 const hangBound = 10 * time.Second
 
-// fakeClock is the injected clock: time moves only when a test says.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	c.now = t
-	c.mu.Unlock()
-}
-
 var epoch = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 // newFS returns a /proc tree over a fresh Manager, both on one fake
 // clock, with sessions running /bin/sh in a temp directory.
-func newFS(t *testing.T, cfg shelld.Config, opts Options) (*FS, *fakeClock) {
+func newFS(t *testing.T, cfg shelld.Config, opts Options) (*FS, *testenv.Clock) {
 	t.Helper()
-	clock := &fakeClock{now: epoch}
+	clock := testenv.NewClock(epoch)
 	cfg.Clock = clock.Now
 	if cfg.Shell == "" {
 		cfg.Shell = "/bin/sh"
@@ -182,6 +163,15 @@ func summary(t *testing.T, f *FS) summaryJSON {
 }
 
 // session is the shelld session behind a session directory.
+// wantLastError fails the test unless the lastError of the session in
+// dir, when (a phrase such as "after a bad save") says, mentions want.
+func wantLastError(t *testing.T, dir vfs.Node, when, want string) {
+	t.Helper()
+	if last := session(dir).Status().LastError; !strings.Contains(last, want) {
+		t.Errorf("lastError %s: %q, want it to mention %q", when, last, want)
+	}
+}
+
 func session(dir vfs.Node) *shelld.Session { return dir.(*sessionDir).s }
 
 // done waits until the session's process has exited.
@@ -600,9 +590,7 @@ func TestTempFiles(t *testing.T) {
 	// A bad verb fails the rename as it fails a write; the temp stays.
 	temp(".ctl.2", "bogus\n")
 	wantErrno(t, "rename of a bad ctl save", dir.Rename(bg, ".ctl.2", dir, "ctl"), syscall.EINVAL)
-	if last := session(dir).Status().LastError; !strings.Contains(last, `unknown verb "bogus"`) {
-		t.Errorf("lastError after a bad save: %q", last)
-	}
+	wantLastError(t, dir, "after a bad save", `unknown verb "bogus"`)
 	listed(".ctl.2")
 	if err := dir.Remove(bg, ".ctl.2", false); err != nil {
 		t.Errorf("unlink of a temp file: %v", err)
@@ -703,9 +691,7 @@ func TestTempFiles(t *testing.T) {
 	}
 	_, _, err = dir.Create(bg, "one-too-many", os.O_RDWR|os.O_CREATE, 0o600)
 	wantErrno(t, "create past the temp file bound", err, syscall.ENOSPC)
-	if last := session(dir).Status().LastError; !strings.Contains(last, "too many temp files") {
-		t.Errorf("lastError past the temp file bound: %q", last)
-	}
+	wantLastError(t, dir, "past the temp file bound", "too many temp files")
 }
 
 // rm -r of a session: unlinking its files (and rmdir of cmds/ and its
@@ -769,7 +755,7 @@ func TestRemove(t *testing.T) {
 // A reader below the kept head (output past the cap dropped) is moved up
 // to the head and reads on: offsets shifted, nothing repeated or skipped.
 func TestReaderShift(t *testing.T) {
-	clock := &fakeClock{now: epoch}
+	clock := testenv.NewClock(epoch)
 	log := shelld.NewLog(100, clock.Now)
 	r := &vfs.StreamReader{S: log}
 	buf := make([]byte, 1000)
@@ -1164,9 +1150,7 @@ func TestCtlSplitLines(t *testing.T) {
 	wantErrno(t, "close completing a bad line", writes(walk(t, bad, "ctl"), "bo", "gus"), syscall.EINVAL)
 	long := strings.Repeat("x", vfs.MaxLine+1)
 	wantErrno(t, "endless line", writes(walk(t, bad, "ctl"), "env A=", long), syscall.EINVAL)
-	if last := session(bad).Status().LastError; !strings.Contains(last, "longer than") {
-		t.Errorf("lastError after an endless line: %q", last)
-	}
+	wantLastError(t, bad, "after an endless line", "longer than")
 }
 
 // A stdin write the terminal takes only in part returns the short count,
@@ -1191,7 +1175,5 @@ func TestStdinShortWrite(t *testing.T) {
 	}
 	n, err = h.WriteAt(bg, p[n:], 0)
 	wantErrno(t, fmt.Sprintf("write of the rest to a full terminal (wrote %d)", n), err, syscall.EAGAIN)
-	if last := session(dir).Status().LastError; !strings.Contains(last, "took none") {
-		t.Errorf("lastError after a write the terminal took nothing of: %q", last)
-	}
+	wantLastError(t, dir, "after a write the terminal took nothing of", "took none")
 }

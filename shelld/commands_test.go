@@ -583,15 +583,24 @@ func TestCommandRecordsBounded(t *testing.T) {
 	}
 }
 
+// shellFeed returns what a test feeds tr in place of the terminal of the
+// shell with pid 7: text it prints, its markers (mk), and its prompt
+// (the marker that a command ended, with its status and sequence number,
+// then "$ ", then the marker that the shell reads at its prompt).
+func shellFeed(tr *tracker) (text func(string), mk func(kind byte, status, seq int), prompt func(status, seq int)) {
+	text = func(s string) { tr.text([]byte(s)) }
+	mk = func(kind byte, status, seq int) { tr.mark(marker{pid: 7, kind: kind, status: status, seq: seq}) }
+	prompt = func(status, seq int) { mk('D', status, seq); text("$ "); mk('B', 0, 0) }
+	return text, mk, prompt
+}
+
 // The tracker on a made-up stream: markers of another process and
 // redrawn prompts are ignored; a line a program read is found out when
 // the shell is back at its prompt, or by the echo of a later line; a
 // continuation ends with the command it continues.
 func TestTrackerEvents(t *testing.T) {
 	tr := newTracker(7, false, true, time.Now)
-	text := func(s string) { tr.text([]byte(s)) }
-	mk := func(kind byte, status, seq int) { tr.mark(marker{pid: 7, kind: kind, status: status, seq: seq}) }
-	prompt := func(status, seq int) { mk('D', status, seq); text("$ "); mk('B', 0, 0) } // the shell's prompt
+	text, mk, prompt := shellFeed(tr)
 	prompt(0, 1)
 	tr.add("python3")
 	tr.add("print(1)")
@@ -657,9 +666,7 @@ func TestTrackerEvents(t *testing.T) {
 // before it.
 func TestTrackerTerminalEcho(t *testing.T) {
 	tr := newTracker(7, false, false, time.Now)
-	text := func(s string) { tr.text([]byte(s)) }
-	mk := func(kind byte, status, seq int) { tr.mark(marker{pid: 7, kind: kind, status: status, seq: seq}) }
-	prompt := func(status, seq int) { mk('D', status, seq); text("$ "); mk('B', 0, 0) } // the shell's prompt
+	text, mk, prompt := shellFeed(tr)
 	prompt(0, 1)
 	tr.add("echo a")
 	tr.add("echo b")

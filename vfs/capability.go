@@ -58,3 +58,13 @@ func StatFSOf(ctx context.Context, n Node) (StatFS, error) {
 	}
 	return s.StatFS(ctx)
 }
+
+// Sync flushes what h has written to stable storage. A handle without
+// Syncer has nothing of its own to flush, so its fsync(2) succeeds.
+func Sync(ctx context.Context, h Handle) error {
+	s, ok := h.(Syncer)
+	if !ok {
+		return nil
+	}
+	return s.Sync(ctx)
+}

@@ -238,7 +238,9 @@ func FlushesAtClose(ctx context.Context) bool {
 	return marked
 }
 
-// Syncer is a handle whose data can be flushed to stable storage.
+// Syncer is a handle whose data can be flushed to stable storage. A
+// handle without it has nothing to flush: fsync(2) on it succeeds (see
+// Sync).
 type Syncer interface {
 	Sync(ctx context.Context) error
 }

@@ -278,31 +278,30 @@ token's.`,
 }
 
 func deviceRmCommand(rootDir func() (string, error)) *cobra.Command {
-	return &cobra.Command{
-		Use:   "rm ID",
-		Short: "forget a peer in every role: its pinned keys, its description, its tokens; its links are closed",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			store, _, err := openStore(rootDir)
-			if err != nil {
-				return err
-			}
-			return store.Forget(args[0])
-		},
-	}
+	return storeArgCommand(rootDir, "rm ID",
+		"forget a peer in every role: its pinned keys, its description, its tokens; its links are closed",
+		(*devices.Store).Forget)
 }
 
 func deviceRevokeCommand(rootDir func() (string, error)) *cobra.Command {
+	return storeArgCommand(rootDir, "revoke TOKEN-ID",
+		"revoke a join token; a device that joined with it is cut off",
+		(*devices.Store).Revoke)
+}
+
+// storeArgCommand is a command of one argument that opens the store and
+// hands it the argument.
+func storeArgCommand(rootDir func() (string, error), use, short string, act func(*devices.Store, string) error) *cobra.Command {
 	return &cobra.Command{
-		Use:   "revoke TOKEN-ID",
-		Short: "revoke a join token; a device that joined with it is cut off",
+		Use:   use,
+		Short: short,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			store, _, err := openStore(rootDir)
 			if err != nil {
 				return err
 			}
-			return store.Revoke(args[0])
+			return act(store, args[0])
 		},
 	}
 }

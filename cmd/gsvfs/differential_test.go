@@ -605,16 +605,12 @@ func TestDifferential(t *testing.T) {
 			seeds = append(seeds, base+i)
 		}
 	}
-	for _, mode := range smModes {
-		t.Run(mode.name, func(t *testing.T) {
-			t.Parallel()
-			d := startMount(t, mode.flags...)
-			for _, seed := range seeds {
-				t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-					t.Parallel()
-					dfRun(t, d, mode.name, seed, ops)
-				})
-			}
-		})
-	}
+	smEachMode(t, func(t *testing.T, mode string, d *daemon) {
+		for _, seed := range seeds {
+			t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+				t.Parallel()
+				dfRun(t, d, mode, seed, ops)
+			})
+		}
+	})
 }

@@ -84,14 +84,7 @@ func TestMountAsOrdinaryUser(t *testing.T) {
 // binary there, since the binary's own directory is private too.
 func ordinaryUser(t *testing.T) (base, home, bin string) {
 	t.Helper()
-	base, err := os.MkdirTemp("", "gsvfs-user-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	if err := os.Chmod(base, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	base = testenv.SharedDir(t, "gsvfs-user-", 0o755)
 	home = filepath.Join(base, "home")
 	userDir(t, home)
 	bin = filepath.Join(base, "gsvfs")

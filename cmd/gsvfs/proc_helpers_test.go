@@ -154,6 +154,30 @@ func procNew(t testing.TB, d *daemon, name string) string {
 	return dir
 }
 
+// procTerminal makes the session name with a terminal of rows×cols, as a
+// full-screen program wants one.
+func procTerminal(t testing.TB, d *daemon, name string, rows, cols int) string {
+	t.Helper()
+	dir := procNew(t, d, name)
+	procResize(t, dir, rows, cols)
+	return dir
+}
+
+// procResize gives the session in dir a terminal of rows×cols (ctl resize).
+func procResize(t testing.TB, dir string, rows, cols int) {
+	t.Helper()
+	procMustWrite(t, filepath.Join(dir, "ctl"), fmt.Sprintf("resize %d %d\n", rows, cols))
+}
+
+// needProgram skips the test unless program is installed (.ci/run
+// installs the ones the tests run).
+func needProgram(t testing.TB, program string) {
+	t.Helper()
+	if _, err := exec.LookPath(program); err != nil {
+		t.Skipf("SKIPPED: %v (.ci/run installs it)", err)
+	}
+}
+
 // procWrite writes data to a session file (stdin, ctl) as one write, as
 // `echo > file` does (O_TRUNC included), and returns the write's error.
 func procWrite(p, data string) error {

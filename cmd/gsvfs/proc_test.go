@@ -1027,14 +1027,7 @@ func TestProcOtherUsersKeptOut(t *testing.T) {
 		t.Skip("SKIPPED: needs root to share the mount and to act as another user")
 	}
 	vfstest.NeedFUSE(t)
-	base, err := os.MkdirTemp("", "gsvfs-proc-users-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	if err := os.Chmod(base, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	base := testenv.SharedDir(t, "gsvfs-proc-users-", 0o755)
 	d := mountAt(t, filepath.Join(base, "state"), filepath.Join(base, "mnt"))
 	t.Cleanup(func() { d.stop(t) })
 	procNew(t, d, "mine")
@@ -1164,14 +1157,11 @@ func TestProcScreen(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			if _, err := exec.LookPath(tc.name); err != nil {
-				t.Skipf("SKIPPED: %v (.ci/run installs it)", err)
-			}
-			dir := procNew(t, d, tc.name)
-			procMustWrite(t, filepath.Join(dir, "ctl"), "resize 20 60\n")
+			needProgram(t, tc.name)
+			dir := procTerminal(t, d, tc.name, 20, 60)
 			procMustWrite(t, filepath.Join(dir, "stdin"), tc.program+"\n")
 			procScreenShows(t, dir, 20, 60, tc.small)
-			procMustWrite(t, filepath.Join(dir, "ctl"), "resize 30 100\n")
+			procResize(t, dir, 30, 100)
 			procScreenShows(t, dir, 30, 100, tc.large)
 			procMustWrite(t, filepath.Join(dir, "stdin"), tc.quit)
 		})
@@ -1223,11 +1213,8 @@ func TestProcNextCommandAfterProgram(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			if _, err := exec.LookPath(tc.need); err != nil {
-				t.Skipf("SKIPPED: %v (.ci/run installs it)", err)
-			}
-			dir := procNew(t, d, tc.name)
-			procMustWrite(t, filepath.Join(dir, "ctl"), "resize 24 80\n")
+			needProgram(t, tc.need)
+			dir := procTerminal(t, d, tc.name, 24, 80)
 			for i := range 3 {
 				c := procRun(t, dir, tc.start)
 				if c.Status != "waiting" {

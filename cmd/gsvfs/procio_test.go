@@ -5,7 +5,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -252,9 +251,7 @@ func TestProcTruncatedLines(t *testing.T) {
 // alone, whenever the q was written.
 func TestProcKeysToProgramNotInRecord(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("less"); err != nil {
-		t.Skipf("SKIPPED: %v (.ci/run installs it)", err)
-	}
+	needProgram(t, "less")
 	d := procMount(t, nil)
 	page := filepath.Join(t.TempDir(), "page.txt")
 	smMust(t, "write", os.WriteFile(page, []byte(strings.Repeat("a line of text\n", 200)), 0o644))
@@ -264,8 +261,7 @@ func TestProcKeysToProgramNotInRecord(t *testing.T) {
 	}{{"waiting", true}, {"at-once", false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			dir := procNew(t, d, "less-"+tc.name)
-			procMustWrite(t, filepath.Join(dir, "ctl"), "resize 24 80\n")
+			dir := procTerminal(t, d, "less-"+tc.name, 24, 80)
 			for i := range 3 {
 				procMustWrite(t, filepath.Join(dir, "stdin"), "less "+page+"\n")
 				last, err := os.Readlink(filepath.Join(dir, "cmds", "last"))

@@ -24,108 +24,100 @@ import (
 // TestSemCoherenceHardLink writes through one name of a file and reads
 // through another right after each write.
 func TestSemCoherenceHardLink(t *testing.T) {
-	for _, mode := range smModes {
-		t.Run(mode.name, func(t *testing.T) {
-			t.Parallel()
-			d := startMount(t, mode.flags...)
-			dir := smWorkdir(t, d)
-			a, b := filepath.Join(dir, "a"), filepath.Join(dir, "sub", "b")
-			smMust(t, "mkdir", os.Mkdir(filepath.Join(dir, "sub"), 0o755))
-			smMust(t, "create a", os.WriteFile(a, nil, 0o644))
-			smMust(t, "link a b", os.Link(a, b))
+	smEachMode(t, func(t *testing.T, _ string, d *daemon) {
+		dir := smWorkdir(t, d)
+		a, b := filepath.Join(dir, "a"), filepath.Join(dir, "sub", "b")
+		smMust(t, "mkdir", os.Mkdir(filepath.Join(dir, "sub"), 0o755))
+		smMust(t, "create a", os.WriteFile(a, nil, 0o644))
+		smMust(t, "link a b", os.Link(a, b))
 
-			var want []byte
-			checkB := func(step string) {
-				t.Helper()
-				var st unix.Stat_t
-				smMust(t, "stat b", unix.Stat(b, &st))
-				if st.Size != int64(len(want)) {
-					t.Fatalf("%s: stat via the other name: got size %d, want %d", step, st.Size, len(want))
-				}
-				if got := smReadFile(t, b); !bytes.Equal(got, want) {
-					t.Fatalf("%s: read via the other name: %s", step, smDescribe(got, want))
-				}
+		var want []byte
+		checkB := func(step string) {
+			t.Helper()
+			var st unix.Stat_t
+			smMust(t, "stat b", unix.Stat(b, &st))
+			if st.Size != int64(len(want)) {
+				t.Fatalf("%s: stat via the other name: got size %d, want %d", step, st.Size, len(want))
 			}
-			// Appends on a descriptor kept open on a.
+			if got := smReadFile(t, b); !bytes.Equal(got, want) {
+				t.Fatalf("%s: read via the other name: %s", step, smDescribe(got, want))
+			}
+		}
+		// Appends on a descriptor kept open on a.
+		f, err := os.OpenFile(a, os.O_WRONLY|os.O_APPEND, 0)
+		smMust(t, "open a", err)
+		for i := range 40 {
+			chunk := bytes.Repeat([]byte{byte('A' + i%26)}, 1+(i*977)%9000)
+			_, err := f.Write(chunk)
+			smMust(t, "append", err)
+			want = append(want, chunk...)
+			checkB(fmt.Sprintf("append %d on an open descriptor of a", i))
+		}
+		f.Close()
+		// Open, append, close each time.
+		for i := range 20 {
+			chunk := []byte(fmt.Sprintf("line %d\n", i))
 			f, err := os.OpenFile(a, os.O_WRONLY|os.O_APPEND, 0)
 			smMust(t, "open a", err)
-			for i := range 40 {
-				chunk := bytes.Repeat([]byte{byte('A' + i%26)}, 1+(i*977)%9000)
-				_, err := f.Write(chunk)
-				smMust(t, "append", err)
-				want = append(want, chunk...)
-				checkB(fmt.Sprintf("append %d on an open descriptor of a", i))
-			}
-			f.Close()
-			// Open, append, close each time.
-			for i := range 20 {
-				chunk := []byte(fmt.Sprintf("line %d\n", i))
-				f, err := os.OpenFile(a, os.O_WRONLY|os.O_APPEND, 0)
-				smMust(t, "open a", err)
-				_, err = f.Write(chunk)
-				smMust(t, "append", err)
-				smMust(t, "close", f.Close())
-				want = append(want, chunk...)
-				checkB(fmt.Sprintf("open-append-close %d on a", i))
-			}
-			// Overwrite in the middle via b, read via a; shrink via a.
-			smMust(t, "write b", os.WriteFile(b, []byte("short"), 0o644))
-			want = []byte("short")
-			if got := smReadFile(t, a); !bytes.Equal(got, want) {
-				t.Errorf("after truncating write via b, read via a: %s", smDescribe(got, want))
-			}
-			smMust(t, "truncate a", os.Truncate(a, 2))
-			want = want[:2]
-			checkB("truncate via a")
-		})
-	}
+			_, err = f.Write(chunk)
+			smMust(t, "append", err)
+			smMust(t, "close", f.Close())
+			want = append(want, chunk...)
+			checkB(fmt.Sprintf("open-append-close %d on a", i))
+		}
+		// Overwrite in the middle via b, read via a; shrink via a.
+		smMust(t, "write b", os.WriteFile(b, []byte("short"), 0o644))
+		want = []byte("short")
+		if got := smReadFile(t, a); !bytes.Equal(got, want) {
+			t.Errorf("after truncating write via b, read via a: %s", smDescribe(got, want))
+		}
+		smMust(t, "truncate a", os.Truncate(a, 2))
+		want = want[:2]
+		checkB("truncate via a")
+	})
 }
 
 // TestSemCoherenceExternalWrite writes files directly in the state
 // directory and reads them through the mount once the attribute cache
 // time (1 s) has passed: never stale, truncated or NUL-padded.
 func TestSemCoherenceExternalWrite(t *testing.T) {
-	for _, mode := range smModes {
-		t.Run(mode.name, func(t *testing.T) {
-			t.Parallel()
-			d := startMount(t, mode.flags...)
-			dir := smWorkdir(t, d)
-			p := filepath.Join(dir, "f")
-			host := smHost(t, d, p)
-			smMust(t, "write", os.WriteFile(host, bytes.Repeat([]byte("a"), 100), 0o644))
-			smReadFile(t, p) // the kernel now caches its size and pages
+	smEachMode(t, func(t *testing.T, _ string, d *daemon) {
+		dir := smWorkdir(t, d)
+		p := filepath.Join(dir, "f")
+		host := smHost(t, d, p)
+		smMust(t, "write", os.WriteFile(host, bytes.Repeat([]byte("a"), 100), 0o644))
+		smReadFile(t, p) // the kernel now caches its size and pages
 
-			versions := []struct {
-				how  string
-				data []byte
-			}{
-				{"grow in place", bytes.Repeat([]byte("b"), 5000)},
-				{"shrink in place", bytes.Repeat([]byte("c"), 50)},
-				{"same size in place", bytes.Repeat([]byte("d"), 50)},
-				{"replace by rename, larger", bytes.Repeat([]byte("e"), 70000)},
-				{"replace by rename, smaller", []byte("f")},
+		versions := []struct {
+			how  string
+			data []byte
+		}{
+			{"grow in place", bytes.Repeat([]byte("b"), 5000)},
+			{"shrink in place", bytes.Repeat([]byte("c"), 50)},
+			{"same size in place", bytes.Repeat([]byte("d"), 50)},
+			{"replace by rename, larger", bytes.Repeat([]byte("e"), 70000)},
+			{"replace by rename, smaller", []byte("f")},
+		}
+		for _, v := range versions {
+			if strings.HasPrefix(v.how, "replace") {
+				smMust(t, "write tmp", os.WriteFile(host+".tmp", v.data, 0o644))
+				smMust(t, "rename", os.Rename(host+".tmp", host))
+			} else {
+				smMust(t, "write", os.WriteFile(host, v.data, 0o644))
 			}
-			for _, v := range versions {
-				if strings.HasPrefix(v.how, "replace") {
-					smMust(t, "write tmp", os.WriteFile(host+".tmp", v.data, 0o644))
-					smMust(t, "rename", os.Rename(host+".tmp", host))
-				} else {
-					smMust(t, "write", os.WriteFile(host, v.data, 0o644))
-				}
-				// Time is what is tested: the kernel's attribute
-				// cache lasts a second, and then the disk's must show.
-				time.Sleep(1100 * time.Millisecond)
-				var st unix.Stat_t
-				smMust(t, "stat", unix.Stat(p, &st))
-				if st.Size != int64(len(v.data)) {
-					t.Errorf("%s: stat through the mount after 1.1s: got size %d, want %d", v.how, st.Size, len(v.data))
-				}
-				if got := smReadFile(t, p); !bytes.Equal(got, v.data) {
-					t.Errorf("%s: read through the mount after 1.1s: %s", v.how, smDescribe(got, v.data))
-				}
+			// Time is what is tested: the kernel's attribute
+			// cache lasts a second, and then the disk's must show.
+			time.Sleep(1100 * time.Millisecond)
+			var st unix.Stat_t
+			smMust(t, "stat", unix.Stat(p, &st))
+			if st.Size != int64(len(v.data)) {
+				t.Errorf("%s: stat through the mount after 1.1s: got size %d, want %d", v.how, st.Size, len(v.data))
 			}
-		})
-	}
+			if got := smReadFile(t, p); !bytes.Equal(got, v.data) {
+				t.Errorf("%s: read through the mount after 1.1s: %s", v.how, smDescribe(got, v.data))
+			}
+		}
+	})
 }
 
 // smVersion is the content of version i of the atomically saved file:

@@ -41,6 +41,17 @@ var smModes = []struct {
 	{"no-passthrough", []string{"--no-passthrough"}},
 }
 
+// smEachMode runs test once in each of smModes, in parallel subtests
+// named after the modes, each on a mount of its own.
+func smEachMode(t *testing.T, test func(t *testing.T, mode string, d *daemon)) {
+	for _, mode := range smModes {
+		t.Run(mode.name, func(t *testing.T) {
+			t.Parallel()
+			test(t, mode.name, startMount(t, mode.flags...))
+		})
+	}
+}
+
 // smWorkdir makes a fresh directory for the running test in /workspaces of
 // the mount and returns its path through the mount.
 func smWorkdir(t *testing.T, d *daemon) string {

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/gsvfs/gsvfs/internal/testenv"
 )
 
 // TestSetIDBitsLikeExt4 writes, truncates and O_TRUNC-opens set-ID files
@@ -20,28 +22,14 @@ func TestSetIDBitsLikeExt4(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("SKIPPED: needs root to act as another user")
 	}
-	native, err := os.MkdirTemp("", "gsvfs-setid-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(native) })
-	if err := os.Chmod(native, 0o1777); err != nil {
-		t.Fatal(err)
-	}
+	native := testenv.SharedDir(t, "gsvfs-setid-", 0o1777)
 	want := setIDModes(t, native)
 	for _, mode := range []struct {
 		name  string
 		flags []string
 	}{{"passthrough", nil}, {"no-passthrough", []string{"--no-passthrough"}}} {
 		t.Run(mode.name, func(t *testing.T) {
-			base, err := os.MkdirTemp("", "gsvfs-setid-mnt-")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { os.RemoveAll(base) })
-			if err := os.Chmod(base, 0o755); err != nil {
-				t.Fatal(err)
-			}
+			base := testenv.SharedDir(t, "gsvfs-setid-mnt-", 0o755)
 			d := mountAt(t, filepath.Join(base, "state"), filepath.Join(base, "mnt"), mode.flags...)
 			t.Cleanup(func() { d.stop(t) })
 			got := setIDModes(t, d.Path("workspaces"))

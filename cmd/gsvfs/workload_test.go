@@ -596,12 +596,21 @@ func wlSQLiteWorkload(t *testing.T, dir, journal string) string {
 	if out, err := wlTry(dir, nil, wlSQLiteLoad(), "sqlite3", "-bail", db); err != nil || out != "" {
 		t.Fatalf("in %s, loading 2,000 rows: %v\n%s", dir, err, out)
 	}
+	return wlSQLiteCheck(t, dir, db, "", "summary query",
+		"SELECT count(*), sum(x), sum(length(s)), max(id) FROM t;\nPRAGMA journal_mode;\n")
+}
+
+// wlSQLiteCheck runs PRAGMA integrity_check on db in dir, which must say
+// ok (after says when, in the failure), and then the query sql, which
+// must succeed (what names it); it returns the query's output.
+func wlSQLiteCheck(t *testing.T, dir, db, after, what, sql string) string {
+	t.Helper()
 	if out, err := wlTry(dir, nil, "PRAGMA integrity_check;\n", "sqlite3", "-bail", db); err != nil || strings.TrimSpace(out) != "ok" {
-		t.Errorf("in %s, PRAGMA integrity_check: got %q (%v), want \"ok\"", dir, strings.TrimSpace(out), err)
+		t.Errorf("in %s, PRAGMA integrity_check%s: got %q (%v), want \"ok\"", dir, after, strings.TrimSpace(out), err)
 	}
-	out, err := wlTry(dir, nil, "SELECT count(*), sum(x), sum(length(s)), max(id) FROM t;\nPRAGMA journal_mode;\n", "sqlite3", "-bail", db)
+	out, err := wlTry(dir, nil, sql, "sqlite3", "-bail", db)
 	if err != nil {
-		t.Fatalf("in %s, summary query: %v\n%s", dir, err, out)
+		t.Fatalf("in %s, %s: %v\n%s", dir, what, err, out)
 	}
 	return out
 }
@@ -669,14 +678,8 @@ func wlSQLiteConcurrent(t *testing.T, dir, journal string) string {
 			t.Errorf("in %s, a concurrent sqlite3 writer: %v\n%s", dir, r.err, r.out)
 		}
 	}
-	if out, err := wlTry(dir, nil, "PRAGMA integrity_check;\n", "sqlite3", "-bail", db); err != nil || strings.TrimSpace(out) != "ok" {
-		t.Errorf("in %s, PRAGMA integrity_check after concurrent writers: got %q (%v), want \"ok\"", dir, strings.TrimSpace(out), err)
-	}
-	out, err := wlTry(dir, nil, "SELECT count(*) FROM w;\nSELECT writer, count(*), count(DISTINCT n) FROM w GROUP BY writer;\n", "sqlite3", "-bail", db)
-	if err != nil {
-		t.Fatalf("in %s, counting rows: %v\n%s", dir, err, out)
-	}
-	return out
+	return wlSQLiteCheck(t, dir, db, " after concurrent writers", "counting rows",
+		"SELECT count(*) FROM w;\nSELECT writer, count(*), count(DISTINCT n) FROM w GROUP BY writer;\n")
 }
 
 // TestWorkloadSQLiteConcurrentWriters has two sqlite3 processes write one

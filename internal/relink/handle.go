@@ -108,10 +108,7 @@ func (h *rhandle) Sync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if s, ok := in.(vfs.Syncer); ok {
-		return s.Sync(ctx)
-	}
-	return nil
+	return vfs.Sync(ctx, in)
 }
 
 func (h *rhandle) Attr(ctx context.Context) (vfs.Attr, error) {

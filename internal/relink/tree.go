@@ -131,6 +131,20 @@ func forget(n vfs.Node) {
 }
 
 // child wraps a node reached from n by name on link.
+// childBy makes (or finds) the child name with mk on the current inner
+// node, as operation op, and wraps it as a child on the same link.
+func (n *node) childBy(ctx context.Context, op, name string, mk func(in vfs.Node) (vfs.Node, error)) (vfs.Node, error) {
+	in, link, err := n.cur(ctx, op)
+	if err != nil {
+		return nil, err
+	}
+	kid, err := mk(in)
+	if err != nil {
+		return nil, err
+	}
+	return n.child(name, kid, link), nil
+}
+
 func (n *node) child(name string, in vfs.Node, link *Link) *node {
 	return &node{t: n.t, path: path.Join(n.path, name), inner: in, link: link}
 }
@@ -215,15 +229,7 @@ func (n *node) SetAttr(ctx context.Context, s vfs.SetAttr) (vfs.Attr, error) {
 }
 
 func (n *node) Lookup(ctx context.Context, name string) (vfs.Node, error) {
-	in, link, err := n.cur(ctx, "lookup")
-	if err != nil {
-		return nil, err
-	}
-	kid, err := in.Lookup(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	return n.child(name, kid, link), nil
+	return n.childBy(ctx, "lookup", name, func(in vfs.Node) (vfs.Node, error) { return in.Lookup(ctx, name) })
 }
 
 // LookupAttr is Lookup with the child's attributes (vfs.AttrLookuper):
@@ -266,15 +272,7 @@ func (n *node) Create(ctx context.Context, name string, flags int, mode uint32) 
 }
 
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32) (vfs.Node, error) {
-	in, link, err := n.cur(ctx, "mkdir")
-	if err != nil {
-		return nil, err
-	}
-	kid, err := in.Mkdir(ctx, name, mode)
-	if err != nil {
-		return nil, err
-	}
-	return n.child(name, kid, link), nil
+	return n.childBy(ctx, "mkdir", name, func(in vfs.Node) (vfs.Node, error) { return in.Mkdir(ctx, name, mode) })
 }
 
 func (n *node) Remove(ctx context.Context, name string, dir bool) error {
@@ -315,15 +313,7 @@ func (n *node) Readlink(ctx context.Context) (string, error) {
 }
 
 func (n *node) Symlink(ctx context.Context, name, target string) (vfs.Node, error) {
-	in, link, err := n.cur(ctx, "symlink")
-	if err != nil {
-		return nil, err
-	}
-	kid, err := vfs.Symlink(ctx, in, name, target)
-	if err != nil {
-		return nil, err
-	}
-	return n.child(name, kid, link), nil
+	return n.childBy(ctx, "symlink", name, func(in vfs.Node) (vfs.Node, error) { return vfs.Symlink(ctx, in, name, target) })
 }
 
 func (n *node) Link(ctx context.Context, target vfs.Node, name string) (vfs.Node, error) {
@@ -331,31 +321,17 @@ func (n *node) Link(ctx context.Context, target vfs.Node, name string) (vfs.Node
 	if !ok {
 		return nil, vfs.Error("link", name, syscall.EXDEV)
 	}
-	in, link, err := n.cur(ctx, "link")
-	if err != nil {
-		return nil, err
-	}
-	tIn, _, err := t.cur(ctx, "link")
-	if err != nil {
-		return nil, err
-	}
-	kid, err := vfs.Link(ctx, in, tIn, name)
-	if err != nil {
-		return nil, err
-	}
-	return n.child(name, kid, link), nil
+	return n.childBy(ctx, "link", name, func(in vfs.Node) (vfs.Node, error) {
+		tIn, _, err := t.cur(ctx, "link")
+		if err != nil {
+			return nil, err
+		}
+		return vfs.Link(ctx, in, tIn, name)
+	})
 }
 
 func (n *node) Mknod(ctx context.Context, name string, mode uint32, rdev uint64) (vfs.Node, error) {
-	in, link, err := n.cur(ctx, "mknod")
-	if err != nil {
-		return nil, err
-	}
-	kid, err := vfs.Mknod(ctx, in, name, mode, rdev)
-	if err != nil {
-		return nil, err
-	}
-	return n.child(name, kid, link), nil
+	return n.childBy(ctx, "mknod", name, func(in vfs.Node) (vfs.Node, error) { return vfs.Mknod(ctx, in, name, mode, rdev) })
 }
 
 func (n *node) StatFS(ctx context.Context) (vfs.StatFS, error) {

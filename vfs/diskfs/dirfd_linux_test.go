@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/vfs"
 	"github.com/gsvfs/gsvfs/vfs/diskfs"
 )
@@ -15,18 +16,9 @@ import (
 // dirFdsUnder counts this process's descriptors of paths under dir.
 func dirFdsUnder(t *testing.T, dir string) int {
 	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skipf("SKIPPED: no /proc/self/fd: %v", err)
-	}
-	n := 0
-	for _, e := range ents {
-		target, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name()))
-		if err == nil && (target == dir || strings.HasPrefix(target, dir+"/")) {
-			n++
-		}
-	}
-	return n
+	return testenv.SelfFds(t, func(target string) bool {
+		return target == dir || strings.HasPrefix(target, dir+"/")
+	})
 }
 
 // TestDirDescriptorsBounded holds the nodes of many directories, as the

@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/vfs"
 	"github.com/gsvfs/gsvfs/vfs/diskfs"
 	"github.com/gsvfs/gsvfs/vfs/vfstest"
@@ -257,6 +258,18 @@ func hostStat(t *testing.T, p string) *syscall.Stat_t {
 
 // ---- escapes ----
 
+// createOp is an op that creates name in dir with flags (and mode 0644),
+// closing the handle of a create that succeeds.
+func createOp(ctx context.Context, dir vfs.Node, name string, flags int) func() error {
+	return func() error {
+		_, h, err := dir.Create(ctx, name, flags, 0o644)
+		if err == nil {
+			h.Close()
+		}
+		return err
+	}
+}
+
 // nodeOps are the operations tried on a node that must not reach outside
 // the state directory, each with the errno it must fail with (0: any
 // outcome is fine as long as outside stays unchanged).
@@ -286,20 +299,8 @@ func nodeOps(t *testing.T, n, parent, sibling vfs.Node) []struct {
 		{"Open(O_WRONLY|O_APPEND)", openOp(os.O_WRONLY | os.O_APPEND), syscall.ELOOP},
 		{"Lookup(secret)", func() error { _, err := n.Lookup(ctx, "secret"); return err }, syscall.ENOTDIR},
 		{"Lookup(sub)", func() error { _, err := n.Lookup(ctx, "sub"); return err }, syscall.ENOTDIR},
-		{"Create(x)", func() error {
-			_, h, err := n.Create(ctx, "x", os.O_RDWR|os.O_CREATE, 0o644)
-			if err == nil {
-				h.Close()
-			}
-			return err
-		}, syscall.ENOTDIR},
-		{"Create(secret, O_TRUNC)", func() error {
-			_, h, err := n.Create(ctx, "secret", os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-			if err == nil {
-				h.Close()
-			}
-			return err
-		}, syscall.ENOTDIR},
+		{"Create(x)", createOp(ctx, n, "x", os.O_RDWR|os.O_CREATE), syscall.ENOTDIR},
+		{"Create(secret, O_TRUNC)", createOp(ctx, n, "secret", os.O_RDWR|os.O_CREATE|os.O_TRUNC), syscall.ENOTDIR},
 		{"Mkdir(x)", func() error { _, err := n.Mkdir(ctx, "x", 0o755); return err }, syscall.ENOTDIR},
 		{"Remove(secret)", func() error { return n.Remove(ctx, "secret", false) }, syscall.ENOTDIR},
 		{"Remove(sub, dir)", func() error { return n.Remove(ctx, "sub", true) }, syscall.ENOTDIR},
@@ -397,27 +398,9 @@ func TestPlantedSymlink(t *testing.T) {
 				do   func() error
 				want syscall.Errno
 			}{
-				{"Create(link)", func() error {
-					_, h, err := a.Create(ctx, "link", os.O_RDWR|os.O_CREATE, 0o644)
-					if err == nil {
-						h.Close()
-					}
-					return err
-				}, syscall.ELOOP},
-				{"Create(link, O_TRUNC)", func() error {
-					_, h, err := a.Create(ctx, "link", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-					if err == nil {
-						h.Close()
-					}
-					return err
-				}, syscall.ELOOP},
-				{"Create(link, O_EXCL)", func() error {
-					_, h, err := a.Create(ctx, "link", os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
-					if err == nil {
-						h.Close()
-					}
-					return err
-				}, syscall.EEXIST},
+				{"Create(link)", createOp(ctx, a, "link", os.O_RDWR|os.O_CREATE), syscall.ELOOP},
+				{"Create(link, O_TRUNC)", createOp(ctx, a, "link", os.O_WRONLY|os.O_CREATE|os.O_TRUNC), syscall.ELOOP},
+				{"Create(link, O_EXCL)", createOp(ctx, a, "link", os.O_RDWR|os.O_CREATE|os.O_EXCL), syscall.EEXIST},
 				{"Mkdir(link)", func() error { _, err := a.Mkdir(ctx, "link", 0o755); return err }, syscall.EEXIST},
 				{"Symlink(link)", func() error { _, err := a.(vfs.Symlinker).Symlink(ctx, "link", "x"); return err }, syscall.EEXIST},
 				{"Mknod(link)", func() error {
@@ -1007,18 +990,9 @@ func testDeepTree(t *testing.T, dirFds int) {
 // (other tests' nodes may be collected meanwhile; they do not count).
 func deletedFds(t *testing.T, dir string) int {
 	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skipf("SKIPPED: no /proc/self/fd: %v", err)
-	}
-	n := 0
-	for _, e := range ents {
-		target, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name()))
-		if err == nil && strings.HasPrefix(target, dir+"/") && strings.HasSuffix(target, " (deleted)") {
-			n++
-		}
-	}
-	return n
+	return testenv.SelfFds(t, func(target string) bool {
+		return strings.HasPrefix(target, dir+"/") && strings.HasSuffix(target, " (deleted)")
+	})
 }
 
 // TestUnlinkFreesSpace checks that a removed file keeps no descriptor once

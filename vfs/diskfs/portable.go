@@ -483,21 +483,28 @@ func (p *Portable) giveToCaller(ctx context.Context, d *os.Root, name string) {
 	d.Lchown(name, int(c.Uid), int(c.Gid))
 }
 
-func (n *pnode) Mkdir(ctx context.Context, name string, mode uint32) (vfs.Node, error) {
-	rel, err := n.child("mkdir", name)
+// makeEntry makes the entry name in n with mk, given the directory that holds
+// it and its last name, gives it to the caller, and returns its node; op
+// names the call in errors.
+func (n *pnode) makeEntry(ctx context.Context, op, name string, mk func(d *os.Root, last string) error) (vfs.Node, error) {
+	rel, err := n.child(op, name)
 	if err != nil {
 		return nil, err
 	}
-	d, last, err := n.fs.at("mkdir", rel)
+	d, last, err := n.fs.at(op, rel)
 	if err != nil {
 		return nil, err
 	}
 	defer d.Close()
-	if err := d.Mkdir(last, fileMode(mode)); err != nil {
-		return nil, vfs.Error("mkdir", rel, vfs.Errno(err))
+	if err := mk(d, last); err != nil {
+		return nil, vfs.Error(op, rel, vfs.Errno(err))
 	}
 	n.fs.giveToCaller(ctx, d, last)
 	return n.node(rel), nil
+}
+
+func (n *pnode) Mkdir(ctx context.Context, name string, mode uint32) (vfs.Node, error) {
+	return n.makeEntry(ctx, "mkdir", name, func(d *os.Root, last string) error { return d.Mkdir(last, fileMode(mode)) })
 }
 
 func (n *pnode) Remove(_ context.Context, name string, dir bool) error {
@@ -599,20 +606,7 @@ func (n *pnode) Readlink(context.Context) (string, error) {
 }
 
 func (n *pnode) Symlink(ctx context.Context, name, target string) (vfs.Node, error) {
-	rel, err := n.child("symlink", name)
-	if err != nil {
-		return nil, err
-	}
-	d, last, err := n.fs.at("symlink", rel)
-	if err != nil {
-		return nil, err
-	}
-	defer d.Close()
-	if err := d.Symlink(target, last); err != nil {
-		return nil, vfs.Error("symlink", rel, vfs.Errno(err))
-	}
-	n.fs.giveToCaller(ctx, d, last)
-	return n.node(rel), nil
+	return n.makeEntry(ctx, "symlink", name, func(d *os.Root, last string) error { return d.Symlink(target, last) })
 }
 
 // listing snapshots the directory name of d, which os.Lstat found as fi,

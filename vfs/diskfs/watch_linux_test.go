@@ -31,15 +31,22 @@ func subscribe(t *testing.T, f *diskfs.FS) <-chan vfs.Change {
 // next waits for the change of the entry name.
 func next(t *testing.T, ch <-chan vfs.Change, name string) vfs.Change {
 	t.Helper()
+	return nextWhere(t, ch, fmt.Sprintf("change of %q", name), func(c vfs.Change) bool { return c.Name == name })
+}
+
+// nextWhere waits for the first change on ch that match accepts, passing
+// over the others; what names it in the failure.
+func nextWhere(t *testing.T, ch <-chan vfs.Change, what string, match func(vfs.Change) bool) vfs.Change {
+	t.Helper()
 	timeout := time.After(10 * time.Second)
 	for {
 		select {
 		case c := <-ch:
-			if c.Name == name {
+			if match(c) {
 				return c
 			}
 		case <-timeout:
-			t.Fatalf("no change of %q reported", name)
+			t.Fatalf("no %s reported", what)
 		}
 	}
 }
@@ -163,17 +170,7 @@ func TestWatchWriteRightAfterDirMove(t *testing.T) {
 // nextData waits for a change of the file ino's data.
 func nextData(t *testing.T, ch <-chan vfs.Change, ino uint64) vfs.Change {
 	t.Helper()
-	timeout := time.After(10 * time.Second)
-	for {
-		select {
-		case c := <-ch:
-			if c.Attr.Ino == ino && c.Data {
-				return c
-			}
-		case <-timeout:
-			t.Fatalf("no change of the data of inode %d reported", ino)
-		}
-	}
+	return nextWhere(t, ch, fmt.Sprintf("change of the data of inode %d", ino), func(c vfs.Change) bool { return c.Attr.Ino == ino && c.Data })
 }
 
 func drain(ch <-chan vfs.Change) {

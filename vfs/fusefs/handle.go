@@ -243,10 +243,7 @@ func (s *server) release(u openUser) {
 }
 
 func (f *fileHandle) Fsync(ctx context.Context, _ uint32) syscall.Errno {
-	if s, ok := f.h.(vfs.Syncer); ok {
-		return f.srv.errnoOf("fsync", s.Sync(reqCtx(ctx)))
-	}
-	return 0
+	return f.srv.errnoOf("fsync", vfs.Sync(reqCtx(ctx), f.h))
 }
 
 func (f *fileHandle) Allocate(ctx context.Context, off, size uint64, mode uint32) syscall.Errno {
@@ -349,8 +346,5 @@ func (d *dirStream) Releasedir(context.Context, uint32) {
 }
 
 func (d *dirStream) Fsyncdir(ctx context.Context, _ uint32) syscall.Errno {
-	if s, ok := d.h.(vfs.Syncer); ok {
-		return d.srv.errnoOf("fsyncdir", s.Sync(reqCtx(ctx)))
-	}
-	return 0
+	return d.srv.errnoOf("fsyncdir", vfs.Sync(reqCtx(ctx), d.h))
 }

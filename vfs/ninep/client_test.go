@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/vfs"
 )
 
@@ -250,14 +251,7 @@ func copyExecutable(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, err := os.MkdirTemp("", "ninep-helper")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir := testenv.SharedDir(t, "ninep-helper", 0o755)
 	in, err := os.Open(self)
 	if err != nil {
 		t.Fatal(err)

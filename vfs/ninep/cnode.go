@@ -547,17 +547,26 @@ func (n *node) Readlink(ctx context.Context) (string, error) {
 }
 
 func (n *node) Symlink(ctx context.Context, name, target string) (vfs.Node, error) {
+	return makeEntry[*Rsymlink](ctx, n, "symlink", name, func() Message {
+		return &Tsymlink{Fid: n.fid, Name: name, Target: target, Gid: callerGid(ctx)}
+	})
+}
+
+// makeEntry makes the entry name in n with the request that req builds,
+// and returns its node; op names the call in errors. req runs once n is
+// ready, since readying n may give it a new fid.
+func makeEntry[R Message](ctx context.Context, n *node, op, name string, req func() Message) (vfs.Node, error) {
 	defer runtime.KeepAlive(n) // see newNode
-	if err := vfs.CheckName("symlink", name); err != nil {
+	if err := vfs.CheckName(op, name); err != nil {
 		return nil, err
 	}
 	if err := n.ready(ctx); err != nil {
-		return nil, asErr("symlink", err)
+		return nil, asErr(op, err)
 	}
-	_, err := do[*Rsymlink](ctx, n.c, &Tsymlink{Fid: n.fid, Name: name, Target: target, Gid: callerGid(ctx)})
+	_, err := do[R](ctx, n.c, req())
 	n.madeName(name, err)
 	if err != nil {
-		return nil, asErr("symlink", err)
+		return nil, asErr(op, err)
 	}
 	return n.made(ctx, name)
 }
@@ -585,22 +594,11 @@ func (n *node) Link(ctx context.Context, target vfs.Node, name string) (vfs.Node
 }
 
 func (n *node) Mknod(ctx context.Context, name string, mode uint32, rdev uint64) (vfs.Node, error) {
-	defer runtime.KeepAlive(n) // see newNode
-	if err := vfs.CheckName("mknod", name); err != nil {
-		return nil, err
-	}
 	major := uint32(rdev>>32&0xfffff000 | rdev>>8&0xfff)
 	minor := uint32(rdev>>12&0xffffff00 | rdev&0xff)
-	if err := n.ready(ctx); err != nil {
-		return nil, asErr("mknod", err)
-	}
-	m := &Tmknod{Dfid: n.fid, Name: name, Mode: mode, Major: major, Minor: minor, Gid: callerGid(ctx)}
-	_, err := do[*Rmknod](ctx, n.c, m)
-	n.madeName(name, err)
-	if err != nil {
-		return nil, asErr("mknod", err)
-	}
-	return n.made(ctx, name)
+	return makeEntry[*Rmknod](ctx, n, "mknod", name, func() Message {
+		return &Tmknod{Dfid: n.fid, Name: name, Mode: mode, Major: major, Minor: minor, Gid: callerGid(ctx)}
+	})
 }
 
 // StatFS is held for CacheTTL: free space changes with every write, and

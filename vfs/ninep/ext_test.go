@@ -228,10 +228,8 @@ func serverFids(srv *Server) int {
 func TestExtensionsRefusedOnPlainConnection(t *testing.T) {
 	tree, _ := diskTree(t, 1)
 	_, addr := serve(t, tree)
-	rc := wireDial(t, addr)
+	rc := wireAttach(t, addr)
 	defer rc.nc.Close()
-	rc.version(t, fuzzMsize)
-	rc.attach(t, 1)
 	for _, m := range []Message{
 		&Twalkgetattr{Twalk{Fid: 1, NewFid: 2, Names: []string{"f0000"}}},
 		&Treaddirplus{Treaddir{Fid: 1, Count: 4000}},

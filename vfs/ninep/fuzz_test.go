@@ -330,6 +330,16 @@ func wireDial(t testing.TB, addr Address) *wireConn {
 	return &wireConn{nc}
 }
 
+// wireAttach dials addr, negotiates fuzzMsize and attaches fid 1 to the
+// root; the caller closes the connection.
+func wireAttach(t testing.TB, addr Address) *wireConn {
+	t.Helper()
+	c := wireDial(t, addr)
+	c.version(t, fuzzMsize)
+	c.attach(t, 1)
+	return c
+}
+
 func (r *wireConn) send(t testing.TB, tag uint16, m Message) {
 	t.Helper()
 	r.nc.SetWriteDeadline(time.Now().Add(fuzzHangBound))
@@ -406,10 +416,8 @@ func (r *wireConn) getattr(t testing.TB, fid uint32) {
 // must all succeed.
 func checkFreshConn(t testing.TB, addr Address) {
 	t.Helper()
-	rc := wireDial(t, addr)
+	rc := wireAttach(t, addr)
 	defer rc.nc.Close()
-	rc.version(t, fuzzMsize)
-	rc.attach(t, 1)
 	rc.getattr(t, 1)
 }
 
@@ -433,10 +441,8 @@ func waitPeerClosed(t testing.TB, c net.Conn) {
 
 func TestBadFramesCloseOnlyThatConnection(t *testing.T) {
 	_, addr := serve(t, newDisk(t))
-	b := wireDial(t, addr)
+	b := wireAttach(t, addr)
 	defer b.nc.Close()
-	b.version(t, fuzzMsize)
-	b.attach(t, 1)
 
 	walk := appendFrame(nil, 5, &Twalk{Fid: 1, NewFid: 2, Names: []string{"some", "where"}})
 	tests := []struct {
@@ -481,10 +487,8 @@ func TestBadFramesCloseOnlyThatConnection(t *testing.T) {
 // bytes left over) gets Rlerror for its tag, and the connection goes on.
 func TestBadMessagesAnswered(t *testing.T) {
 	_, addr := serve(t, newDisk(t))
-	a := wireDial(t, addr)
+	a := wireAttach(t, addr)
 	defer a.nc.Close()
-	a.version(t, fuzzMsize)
-	a.attach(t, 1)
 	walk := appendFrame(nil, 5, &Twalk{Fid: 1, NewFid: 2, Names: []string{"some", "where"}})
 	long := handFrame(uint8(msgTwalk), 5, wire32(1), wire32(2), wire16(17))
 	for range 17 {
@@ -519,10 +523,8 @@ func TestBadMessagesAnswered(t *testing.T) {
 // not take that for a tag still in flight and drop the connection.
 func TestTagReuseAfterReply(t *testing.T) {
 	_, addr := serve(t, newDisk(t))
-	rc := wireDial(t, addr)
+	rc := wireAttach(t, addr)
 	defer rc.nc.Close()
-	rc.version(t, fuzzMsize)
-	rc.attach(t, 1)
 	for i := range 2000 {
 		reply := rc.rpc(t, 9, &Tgetattr{Fid: 1, Mask: AttrBasic})
 		if _, ok := reply.(*Rgetattr); !ok {
@@ -535,10 +537,8 @@ func TestTagReuseAfterReply(t *testing.T) {
 // EOPNOTSUPP, and the connection stays up.
 func TestRMessageAsRequest(t *testing.T) {
 	_, addr := serve(t, newDisk(t))
-	rc := wireDial(t, addr)
+	rc := wireAttach(t, addr)
 	defer rc.nc.Close()
-	rc.version(t, fuzzMsize)
-	rc.attach(t, 1)
 	for _, m := range []Message{&Rversion{Tversion{Msize: 8192, Version: Version}}, &Rread{Data: []byte("x")},
 		&Rlerror{Ecode: 2}, &Rerror{Ename: "no"}, &Rclunk{}} {
 		t.Run(msgName(m), func(t *testing.T) {

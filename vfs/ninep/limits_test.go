@@ -12,10 +12,8 @@ import (
 func TestOpenLimitPerConnection(t *testing.T) {
 	root := newDisk(t)
 	_, addr := serveWith(t, root, ServerOptions{MaxOpen: 8})
-	a := wireDial(t, addr)
+	a := wireAttach(t, addr)
 	defer a.nc.Close()
-	a.version(t, fuzzMsize)
-	a.attach(t, 1)
 	open := func(c *wireConn, fid uint32) Message {
 		t.Helper()
 		if _, ok := c.rpc(t, 3, &Twalk{Fid: 1, NewFid: fid}).(*Rwalk); !ok {
@@ -31,10 +29,8 @@ func TestOpenLimitPerConnection(t *testing.T) {
 	if r, ok := open(a, 18).(*Rlerror); !ok || syscall.Errno(r.Ecode) != syscall.EMFILE {
 		t.Fatalf("open past the limit: %#v, want Rlerror EMFILE", r)
 	}
-	b := wireDial(t, addr)
+	b := wireAttach(t, addr)
 	defer b.nc.Close()
-	b.version(t, fuzzMsize)
-	b.attach(t, 1)
 	if r, ok := open(b, 10).(*Rlopen); !ok {
 		t.Fatalf("open on another connection: %#v", r)
 	}

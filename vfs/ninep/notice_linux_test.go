@@ -7,11 +7,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/vfs"
 	"github.com/gsvfs/gsvfs/vfs/diskfs"
 )
@@ -32,32 +32,15 @@ func serveHostDir(t *testing.T) (*Server, Address, string) {
 	return srv, addr, dir
 }
 
-// frozenClock stops the client's cache clock, so an entry kept for
-// CacheTTL stays until the test moves the clock on: what shows a change
-// before that is a notice.
-type frozenClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func freeze(c *Client) *frozenClock {
-	f := &frozenClock{t: time.Now()}
+// freeze stops the client's cache clock, so an entry kept for CacheTTL
+// stays until the test moves the clock on: what shows a change before
+// that is a notice.
+func freeze(c *Client) *testenv.Clock {
+	f := testenv.NewClock(time.Now())
 	c.cache.mu.Lock()
-	c.cache.now = f.now
+	c.cache.now = f.Now
 	c.cache.mu.Unlock()
 	return f
-}
-
-func (f *frozenClock) now() time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.t
-}
-
-func (f *frozenClock) advance(d time.Duration) {
-	f.mu.Lock()
-	f.t = f.t.Add(d)
-	f.mu.Unlock()
 }
 
 // warmPass is what an `ls -l` asks of every file: the directory's
@@ -123,7 +106,7 @@ func TestNoticesKeepCacheTrue(t *testing.T) {
 	if got := srv.Stats().Requests - before; got > 2 {
 		t.Errorf("a warm pass sent %d requests, want at most 2 (the walks)", got)
 	}
-	clock.advance(time.Hour) // notices, not time, keep it: nothing expires
+	clock.Advance(time.Hour) // notices, not time, keep it: nothing expires
 	before = srv.Stats().Requests
 	f.Attr(ctx)
 	if got := srv.Stats().Requests - before; got != 0 {
@@ -210,7 +193,7 @@ func TestCacheTTLWithPlainPeer(t *testing.T) {
 	if a, _ := attrOf(t, root, "a"); a.Size != a1.Size {
 		t.Errorf("within CacheTTL: size %d, want the cached %d", a.Size, a1.Size)
 	}
-	clock.advance(CacheTTL)
+	clock.Advance(CacheTTL)
 	if a, _ := attrOf(t, root, "a"); a.Size != int64(len("longer")) {
 		t.Errorf("after CacheTTL: size %d, want %d", a.Size, len("longer"))
 	}

@@ -208,10 +208,8 @@ func (c *conn) fsync(ctx context.Context, m *Tfsync) (Message, error) {
 		if err != nil {
 			return nil, err
 		}
-		if s, ok := h.(vfs.Syncer); ok {
-			if err := s.Sync(ctx); err != nil {
-				return nil, err
-			}
+		if err := vfs.Sync(ctx, h); err != nil {
+			return nil, err
 		}
 		return &Rfsync{}, nil
 	})

@@ -33,6 +33,7 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -126,10 +127,30 @@ func noErr(t *testing.T, what string, err error) {
 	}
 }
 
+// implements returns v as the optional interface T, or skips the test
+// when v (named what in the message) lacks it: an optional ability is
+// checked only where the tree offers it.
+func implements[T any](t *testing.T, what string, v any) T {
+	t.Helper()
+	x, ok := v.(T)
+	if !ok {
+		t.Skipf("%s %T does not implement %s", what, v, reflect.TypeFor[T]())
+	}
+	return x
+}
+
+// createRW creates the new file name in dir, open for reading and
+// writing; the caller closes the handle.
+func createRW(t *testing.T, dir vfs.Node, name string, mode uint32) (vfs.Node, vfs.Handle) {
+	t.Helper()
+	n, h, err := dir.Create(t.Context(), name, os.O_RDWR|os.O_CREATE|os.O_EXCL, mode)
+	noErr(t, fmt.Sprintf("Create(%q)", name), err)
+	return n, h
+}
+
 func mkfile(t *testing.T, dir vfs.Node, name, data string) vfs.Node {
 	t.Helper()
-	n, h, err := dir.Create(t.Context(), name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
-	noErr(t, fmt.Sprintf("Create(%q)", name), err)
+	n, h := createRW(t, dir, name, 0o644)
 	if data != "" {
 		writeAt(t, h, data, 0)
 	}
@@ -320,8 +341,7 @@ func testRootAttr(t *testing.T, root vfs.Node) {
 
 func testCreateWriteRead(t *testing.T, root vfs.Node) {
 	ctx := t.Context()
-	n, h, err := root.Create(ctx, "f", os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
-	noErr(t, "Create", err)
+	n, h := createRW(t, root, "f", 0o644)
 	const data = "hello, world\n"
 	writeAt(t, h, data, 0)
 	if got := readHandle(t, h); got != data {
@@ -659,14 +679,7 @@ func testRename(t *testing.T, root vfs.Node) {
 	t.Run("SameDir", func(t *testing.T) {
 		d := mkdir(t, root, "same")
 		a := mkfile(t, d, "a", "A")
-		ino := attr(t, a).Ino
-		noErr(t, "Rename(a, b)", d.Rename(ctx, "a", d, "b"))
-		wantMissing(t, d, "a")
-		b := lookup(t, d, "b")
-		wantContent(t, "b", b, "A")
-		if got := attr(t, b).Ino; got != ino {
-			t.Errorf("Ino after rename: got %d, want %d", got, ino)
-		}
+		renameInDir(t, d, "a", "b", a, "A")
 		wantContent(t, "the node of a, renamed", a, "A")
 		wantNames(t, "dir", d, "b")
 	})
@@ -689,14 +702,7 @@ func testRename(t *testing.T, root vfs.Node) {
 		d := mkdir(t, root, "replace")
 		a := mkfile(t, d, "a", "new content")
 		mkfile(t, d, "b", "old content")
-		ino := attr(t, a).Ino
-		noErr(t, "Rename(a, b) over b", d.Rename(ctx, "a", d, "b"))
-		wantMissing(t, d, "a")
-		b := lookup(t, d, "b")
-		wantContent(t, "b", b, "new content")
-		if got := attr(t, b).Ino; got != ino {
-			t.Errorf("Ino of b: got %d, want %d (the renamed file's)", got, ino)
-		}
+		renameInDir(t, d, "a", "b", a, "new content")
 		wantNames(t, "dir", d, "b")
 	})
 	t.Run("ReplaceFileAcrossDirs", func(t *testing.T) {
@@ -725,6 +731,20 @@ func testRename(t *testing.T, root vfs.Node) {
 		wantNames(t, "dir", d, "a")
 		wantContent(t, "a", lookup(t, d, "a"), "A")
 	})
+}
+
+// renameInDir renames from to to in d and checks that to is now the file
+// a was, by content and inode, and that from is gone.
+func renameInDir(t *testing.T, d vfs.Node, from, to string, a vfs.Node, content string) {
+	t.Helper()
+	ino := attr(t, a).Ino
+	noErr(t, fmt.Sprintf("Rename(%s, %s)", from, to), d.Rename(t.Context(), from, d, to))
+	wantMissing(t, d, from)
+	b := lookup(t, d, to)
+	wantContent(t, to, b, content)
+	if got := attr(t, b).Ino; got != ino {
+		t.Errorf("Ino of %s after the rename: got %d, want %d (the renamed file's)", to, got, ino)
+	}
 }
 
 func testRenameErrors(t *testing.T, root vfs.Node) {
@@ -919,16 +939,26 @@ func short(names []string) []string {
 	return out
 }
 
-func testReadDirResume(t *testing.T, root vfs.Node) {
-	const n = 300
-	d, names := bigDir(t, root, "big", n)
-	h := open(t, d, os.O_RDONLY)
-	defer closeHandle(t, h)
-	all := readDirFrom(t, h, 0)
+// listBigDir makes bigDir's directory of n entries, opens it and reads
+// the whole listing (all), and ends the test unless the listing has
+// every name; the caller closes h.
+func listBigDir(t *testing.T, root vfs.Node, name string, n int) (d vfs.Node, h vfs.Handle, names []string, all []vfs.DirEntry) {
+	t.Helper()
+	d, names = bigDir(t, root, name, n)
+	h = open(t, d, os.O_RDONLY)
+	all = readDirFrom(t, h, 0)
 	checkRest(t, "full listing", all, names)
 	if len(all) != n {
+		closeHandle(t, h)
 		t.FailNow()
 	}
+	return d, h, names, all
+}
+
+func testReadDirResume(t *testing.T, root vfs.Node) {
+	const n = 300
+	d, h, names, all := listBigDir(t, root, "big", n)
+	defer closeHandle(t, h)
 	// Out of order, so that the handle seeks backwards as well as forwards.
 	for _, k := range []int{150, 0, n - 1, 1, n - 2, 99, 200, 2} {
 		want := entryNames(all[k+1:])
@@ -961,14 +991,8 @@ func testReadDirResume(t *testing.T, root vfs.Node) {
 func testReadDirChanging(t *testing.T, root vfs.Node) {
 	ctx := t.Context()
 	const n = 300
-	d, names := bigDir(t, root, "changing", n)
-	h := open(t, d, os.O_RDONLY)
+	d, h, _, all := listBigDir(t, root, "changing", n)
 	defer closeHandle(t, h)
-	all := readDirFrom(t, h, 0)
-	checkRest(t, "full listing", all, names)
-	if len(all) != n {
-		t.FailNow()
-	}
 	const k = 149 // the last entry the reader has seen
 	seen := entryNames(all[:k+1])
 	removed := map[string]bool{}
@@ -1195,8 +1219,7 @@ func testNotDir(t *testing.T, root vfs.Node) {
 
 func testUnlinkWhileOpen(t *testing.T, root vfs.Node) {
 	ctx := t.Context()
-	_, h, err := root.Create(ctx, "f", os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
-	noErr(t, "Create", err)
+	_, h := createRW(t, root, "f", 0o644)
 	defer closeHandle(t, h)
 	writeAt(t, h, "abc", 0)
 	noErr(t, "Remove", root.Remove(ctx, "f", false))
@@ -1236,13 +1259,9 @@ func testUnlinkWhileOpen(t *testing.T, root vfs.Node) {
 
 func testHandleAttr(t *testing.T, root vfs.Node) {
 	ctx := t.Context()
-	n, h, err := root.Create(ctx, "f", os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o444)
-	noErr(t, "Create", err)
+	n, h := createRW(t, root, "f", 0o444)
 	defer closeHandle(t, h)
-	ha, ok := h.(vfs.HandleAttrer)
-	if !ok {
-		t.Skipf("file handle %T does not implement vfs.HandleAttrer", h)
-	}
+	ha := implements[vfs.HandleAttrer](t, "file handle", h)
 	writeAt(t, h, "0123456789", 0)
 	a, err := ha.Attr(ctx)
 	noErr(t, "HandleAttrer.Attr", err)
@@ -1271,10 +1290,7 @@ func testHandleAttr(t *testing.T, root vfs.Node) {
 
 func testLink(t *testing.T, root vfs.Node) {
 	ctx := t.Context()
-	l, ok := root.(vfs.Linker)
-	if !ok {
-		t.Skipf("root %T does not implement vfs.Linker", root)
-	}
+	l := implements[vfs.Linker](t, "root", root)
 	a := mkfile(t, root, "a", "shared")
 	d := mkdir(t, root, "d")
 	b, err := l.Link(ctx, a, "b")
@@ -1357,10 +1373,7 @@ func testLink(t *testing.T, root vfs.Node) {
 
 func testSymlink(t *testing.T, root vfs.Node) {
 	ctx := t.Context()
-	s, ok := root.(vfs.Symlinker)
-	if !ok {
-		t.Skipf("root %T does not implement vfs.Symlinker", root)
-	}
+	s := implements[vfs.Symlinker](t, "root", root)
 	mkpaths(t, root, "f", "dir/", "dir/x")
 	targets := []string{
 		"f",
@@ -1445,10 +1458,7 @@ func testSymlink(t *testing.T, root vfs.Node) {
 // the client.
 func testSymlinkNotFollowed(t *testing.T, root vfs.Node) {
 	ctx := t.Context()
-	s, ok := root.(vfs.Symlinker)
-	if !ok {
-		t.Skipf("root %T does not implement vfs.Symlinker", root)
-	}
+	s := implements[vfs.Symlinker](t, "root", root)
 	f := mkfile(t, root, "f", "secret")
 	mkpaths(t, root, "dir/", "dir/x")
 	mkSym := func(name, target string) vfs.Node {
@@ -1535,10 +1545,7 @@ func testXattr(t *testing.T, root vfs.Node) {
 		n    vfs.Node
 	}{{"File", f}, {"Dir", d}} {
 		t.Run(tc.name, func(t *testing.T) {
-			x, ok := tc.n.(vfs.Xattrer)
-			if !ok {
-				t.Skipf("node %T does not implement vfs.Xattrer", tc.n)
-			}
+			x := implements[vfs.Xattrer](t, "node", tc.n)
 			const name = "user.gsvfs.test"
 			err := x.SetXattr(ctx, name, []byte("v1"), 0)
 			if errors.Is(err, syscall.ENOTSUP) || errors.Is(err, syscall.EOPNOTSUPP) {
@@ -1595,10 +1602,7 @@ func testXattr(t *testing.T, root vfs.Node) {
 }
 
 func testStatFS(t *testing.T, root vfs.Node) {
-	s, ok := root.(vfs.StatFSer)
-	if !ok {
-		t.Skipf("root %T does not implement vfs.StatFSer", root)
-	}
+	s := implements[vfs.StatFSer](t, "root", root)
 	st, err := s.StatFS(t.Context())
 	noErr(t, "StatFS", err)
 	if st.Bfree > st.Blocks || st.Bavail > st.Blocks || st.Ffree > st.Files {
@@ -1609,13 +1613,9 @@ func testStatFS(t *testing.T, root vfs.Node) {
 
 func testSync(t *testing.T, root vfs.Node) {
 	ctx := t.Context()
-	_, h, err := root.Create(ctx, "f", os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
-	noErr(t, "Create", err)
+	_, h := createRW(t, root, "f", 0o644)
 	defer closeHandle(t, h)
-	s, ok := h.(vfs.Syncer)
-	if !ok {
-		t.Skipf("file handle %T does not implement vfs.Syncer", h)
-	}
+	s := implements[vfs.Syncer](t, "file handle", h)
 	writeAt(t, h, "durable", 0)
 	noErr(t, "Sync", s.Sync(ctx))
 	if got := readHandle(t, h); got != "durable" {
@@ -1625,10 +1625,7 @@ func testSync(t *testing.T, root vfs.Node) {
 
 func testMknod(t *testing.T, root vfs.Node) {
 	ctx := t.Context()
-	m, ok := root.(vfs.Mknoder)
-	if !ok {
-		t.Skipf("root %T does not implement vfs.Mknoder", root)
-	}
+	m := implements[vfs.Mknoder](t, "root", root)
 	n, err := m.Mknod(ctx, "fifo", syscall.S_IFIFO|0o640, 0)
 	noErr(t, "Mknod(FIFO)", err)
 	if a := attr(t, n); a.Type() != syscall.S_IFIFO {
@@ -1701,10 +1698,7 @@ func testConcurrent(t *testing.T, root vfs.Node) {
 
 func testRenameFlags(t *testing.T, root vfs.Node) {
 	ctx := t.Context()
-	fr, ok := root.(vfs.FlagRenamer)
-	if !ok {
-		t.Skipf("root %T does not implement vfs.FlagRenamer", root)
-	}
+	fr := implements[vfs.FlagRenamer](t, "root", root)
 	a := mkfile(t, root, "a", "A")
 	b := mkfile(t, root, "b", "B")
 	wantErrno(t, "RENAME_NOREPLACE onto an existing name",

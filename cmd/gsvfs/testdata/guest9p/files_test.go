@@ -295,13 +295,7 @@ func TestRenameDirectories(t *testing.T) {
 	if got, want := lstat(t, p("empty/sub/..")).Ino, lstat(t, p("empty")).Ino; got != want {
 		t.Errorf("the moved directory's ..: got inode %d, want %d", got, want)
 	}
-	names, err := os.ReadDir(d)
-	must(t, "readdir", err)
-	var got []string
-	for _, n := range names {
-		got = append(got, n.Name())
-	}
-	if g, w := strings.Join(got, " "), "c empty full p1 p2 plain"; g != w {
+	if g, w := dirNames(t, d), "c empty full p1 p2 plain"; g != w {
 		t.Errorf("directory after the renames: got %s, want %s", g, w)
 	}
 }
@@ -767,13 +761,7 @@ func TestErrnos(t *testing.T) {
 	if got := readFile(t, p("file")); got != "content" {
 		t.Errorf("file after the failed calls: got %q, want %q", got, "content")
 	}
-	names, err := os.ReadDir(d)
-	must(t, "readdir", err)
-	var got []string
-	for _, n := range names {
-		got = append(got, n.Name())
-	}
-	if g, w := strings.Join(got, " "), "dangling empty file full"; g != w {
+	if g, w := dirNames(t, d), "dangling empty file full"; g != w {
 		t.Errorf("directory after the failed calls: got %s, want %s", g, w)
 	}
 }

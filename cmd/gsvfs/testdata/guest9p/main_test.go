@@ -187,6 +187,18 @@ func readFile(t *testing.T, p string) string {
 	return string(b)
 }
 
+// dirNames lists directory d: its names in order, joined by spaces.
+func dirNames(t *testing.T, d string) string {
+	t.Helper()
+	ents, err := os.ReadDir(d)
+	must(t, "readdir "+d, err)
+	names := make([]string, len(ents))
+	for i, e := range ents {
+		names[i] = e.Name()
+	}
+	return strings.Join(names, " ")
+}
+
 func writeFile(t *testing.T, p, content string) {
 	t.Helper()
 	must(t, "write "+p, os.WriteFile(p, []byte(content), 0o644))
