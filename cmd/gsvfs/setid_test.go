@@ -22,7 +22,7 @@ func TestSetIDBitsLikeExt4(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("SKIPPED: needs root to act as another user")
 	}
-	native := testenv.SharedDir(t, "gsvfs-setid-", 0o1777)
+	native := testenv.SharedDir(t, "gsvfs-setid-", 0o777|os.ModeSticky) // as /tmp is
 	want := setIDModes(t, native)
 	for _, mode := range []struct {
 		name  string
