@@ -130,7 +130,6 @@ func forget(n vfs.Node) {
 	}
 }
 
-// child wraps a node reached from n by name on link.
 // childBy makes (or finds) the child name with mk on the current inner
 // node, as operation op, and wraps it as a child on the same link.
 func (n *node) childBy(ctx context.Context, op, name string, mk func(in vfs.Node) (vfs.Node, error)) (vfs.Node, error) {
@@ -145,6 +144,7 @@ func (n *node) childBy(ctx context.Context, op, name string, mk func(in vfs.Node
 	return n.child(name, kid, link), nil
 }
 
+// child wraps a node reached from n by name on link.
 func (n *node) child(name string, in vfs.Node, link *Link) *node {
 	return &node{t: n.t, path: path.Join(n.path, name), inner: in, link: link}
 }
