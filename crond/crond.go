@@ -54,6 +54,7 @@ type Daemon struct {
 	// ctl takes the runs /sys/cron/ctl asks for to the daemon's
 	// goroutine; nil before Load, set once.
 	ctl     *ctlServer
+	loaded  sync.Once // Load's work, done once
 	jobs    []*job
 	bad     []string        // lines refused, with why
 	ctlErr  string          // why the last write to /sys/cron/ctl was refused
@@ -132,18 +133,16 @@ const tick = time.Second
 // reads are those found at the daemon's start: a daemon calls it before
 // it serves its tree, so that every line written through the tree is
 // read later, and runs Run in a goroutine it waits for. Calls after the
-// first do nothing.
+// first wait for it, then do nothing.
 func (d *Daemon) Load(ctx context.Context) {
-	d.mu.Lock()
-	first := d.ctl == nil
-	if first {
-		d.ctl = &ctlServer{asks: make(chan ctlAsk), ended: make(chan struct{})}
-		go d.serveCtl(ctx, d.ctl)
-	}
-	d.mu.Unlock()
-	if first {
+	d.loaded.Do(func() {
+		s := &ctlServer{asks: make(chan ctlAsk), ended: make(chan struct{})}
+		go d.serveCtl(ctx, s)
+		d.mu.Lock()
+		d.ctl = s
+		d.mu.Unlock()
 		d.reload(ctx, true)
-	}
+	})
 }
 
 // Run loads the crontab unless Load did, and runs its jobs whenever due
@@ -223,6 +222,9 @@ func (d *Daemon) reload(ctx context.Context, start bool) {
 	text, err := os.ReadFile(d.o.File)
 	if err != nil && !os.IsNotExist(err) {
 		d.o.Log.Warn("cron: cannot read the crontab", "file", d.o.File, "err", err)
+		d.mu.Lock()
+		d.crontab.Forget() // read it again at the next tick
+		d.mu.Unlock()
 		return
 	}
 	now := d.o.Clock()

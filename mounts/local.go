@@ -20,12 +20,6 @@ func (t *Table) Local(prefixes ...string) {
 	t.local = append(t.local, prefixes...)
 }
 
-// mountLocal is MountAs for a tree reached over the network (a namespace
-// mount of a 9P server): it is served locally and no view shows it.
-func (t *Table) mountLocal(p string, root vfs.Node, what string) error {
-	return t.mount(p, root, what, true)
-}
-
 // hidden reports whether views must not show the path p (clean,
 // absolute): it lies at or below a local prefix, or the mount at p serves
 // something local.

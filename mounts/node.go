@@ -340,12 +340,13 @@ func (n *node) Readlink(ctx context.Context) (_ string, err error) {
 // the mount says how much room its files have.
 func (n *node) StatFS(ctx context.Context) (_ vfs.StatFS, err error) {
 	defer n.tally(&err)
-	if _, ok := n.inner.(vfs.StatFSer); !ok {
-		if s, ok := n.t.storage(); ok {
-			return s.StatFS(ctx)
-		}
+	if s, ok := n.inner.(vfs.StatFSer); ok {
+		return s.StatFS(ctx)
 	}
-	return vfs.StatFSOf(ctx, n.inner)
+	if s, ok := n.t.storage(); ok {
+		return s.StatFS(ctx)
+	}
+	return vfs.NoCapacity, nil
 }
 
 // Forget passes an edge's last reference on to the backend.

@@ -69,7 +69,8 @@ type mount struct {
 	id    uint64
 	what  string // what is served, for the mount table in text
 	stats counters
-	// local marks a tree no view shows (mountLocal).
+	// local marks a tree no view shows: a namespace mount of a 9P
+	// server, reached over the network.
 	local bool
 }
 

@@ -3,7 +3,6 @@ package mounts
 import (
 	"context"
 	"fmt"
-	"github.com/gsvfs/gsvfs/internal/bounds"
 	"log/slog"
 	"maps"
 	"path"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 
+	"github.com/gsvfs/gsvfs/internal/bounds"
 	"github.com/gsvfs/gsvfs/vfs"
 )
 

@@ -162,7 +162,6 @@ func summary(t *testing.T, f *FS) summaryJSON {
 	return s
 }
 
-// session is the shelld session behind a session directory.
 // wantLastError fails the test unless the lastError of the session in
 // dir, when (a phrase such as "after a bad save") says, mentions want.
 func wantLastError(t *testing.T, dir vfs.Node, when, want string) {
@@ -172,6 +171,7 @@ func wantLastError(t *testing.T, dir vfs.Node, when, want string) {
 	}
 }
 
+// session is the shelld session behind a session directory.
 func session(dir vfs.Node) *shelld.Session { return dir.(*sessionDir).s }
 
 // done waits until the session's process has exited.

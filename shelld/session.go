@@ -671,7 +671,8 @@ func (s *Session) end() {
 // killSession kills the processes of terminal session sid, and of the
 // process group sid, and waits, at most a second, until none is alive.
 // Members that died but are not yet reaped by their new parent (zombies)
-// do not count.
+// do not count on Linux; elsewhere (pids_other.go) the group's signal
+// finds them too, and the wait may take its whole second.
 func killSession(sid int) {
 	if sid <= 0 {
 		return // no process: pgrp and session 0 are the kernel's threads

@@ -14,10 +14,10 @@ import (
 //   - FileAttrs: its attributes, the check of an open against its mode,
 //     and SetAttr;
 //   - Leaf: the directory operations, which a file refuses with ENOTDIR;
-//   - ReadOnly, for a directory of a tree nobody may change: its changes
-//     fail with EROFS.
+//   - ReadOnly, for a directory whose names nobody may change: its
+//     changes fail with EROFS.
 //
-// The embedder writes Open alone (and Readlink, for a symlink), calling
+// The embedder writes Open alone, calling
 // FileAttrs.CheckOpen first. TextFile and FuncFile are such files, ready
 // made; example_test.go shows a file built from the parts in a few lines.
 
@@ -90,7 +90,7 @@ func (a FileAttrs) checkSetAttr(s SetAttr) error {
 		return Error("setattr", "", syscall.EROFS)
 	}
 	allowed := touched
-	if a.writable() && (!s.Has(SetSize) || s.Size == 0) {
+	if a.writable() && s.Size == 0 {
 		allowed |= SetSize
 	}
 	if s.Valid&^allowed != 0 {

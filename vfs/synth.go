@@ -118,10 +118,11 @@ func (Leaf) Rename(context.Context, string, Node, string) error {
 	return Error("rename", "", syscall.ENOTDIR)
 }
 
-// ReadOnly is the read-only part of a synthetic directory of a tree
-// nobody may change: its SetAttr and its changes of names each fail with
-// EROFS, what a read-only mount says. It leaves Lookup and Open to the
-// embedder. A file of such a tree sets FileAttrs.ReadOnlyTree instead.
+// ReadOnly is the part of a synthetic directory whose names nobody may
+// change (/dev, /sys, /proc's root, a device's directory), though its
+// files may be written: its SetAttr and its changes of names each fail
+// with EROFS. It leaves Lookup and Open to the embedder. A file of a tree
+// nobody may change at all sets FileAttrs.ReadOnlyTree instead.
 type ReadOnly struct{}
 
 func (ReadOnly) SetAttr(context.Context, SetAttr) (Attr, error) {

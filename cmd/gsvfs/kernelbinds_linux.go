@@ -2,12 +2,12 @@ package main
 
 import (
 	"errors"
-	"github.com/gsvfs/gsvfs/internal/bounds"
 	"log/slog"
 	"os"
 	"slices"
 	"time"
 
+	"github.com/gsvfs/gsvfs/internal/bounds"
 	"github.com/gsvfs/gsvfs/mounts"
 	"github.com/gsvfs/gsvfs/vfs/fusefs"
 )

@@ -154,6 +154,11 @@ type Tree struct {
 	// runs.
 	stop context.CancelFunc
 	jobs *errgroup.Group
+	// trees close the disk trees the tree was built with (the state
+	// directory's and --bind's), once nothing serves them.
+	trees closers
+	// resolvers make and end the namespace file's binds.
+	resolvers mounts.Resolvers
 }
 
 // reapEvery is how often finished sessions past their retention time are
@@ -171,8 +176,10 @@ func Build(root string, o Options) (*Tree, error) {
 		return nil, err
 	}
 	hostDir := hostTrees(hide)
-	t, err := mountFiles(root, hide, o.Binds, hostDir)
+	var trees closers
+	t, err := mountFiles(root, hide, o.Binds, hostDir, &trees)
 	if err != nil {
+		trees.close()
 		return nil, err
 	}
 	// The export is the device's own tree: never the other devices it
@@ -181,10 +188,12 @@ func Build(root string, o Options) (*Tree, error) {
 	t.Local(localPaths...)
 	export, err := t.Refusing(exportRefused(o))
 	if err != nil {
+		trees.close()
 		return nil, err
 	}
 	tr := &Tree{Table: t, Export: export, Fsid: stateFsid(root), caps: newCapabilities("fs.read", "fs.write"),
-		edges: &edgeList{}, facts: localFacts(!o.NoSessions, o.Version)}
+		edges: &edgeList{}, facts: localFacts(!o.NoSessions, o.Version), trees: trees,
+		resolvers: mounts.Resolvers{HostDir: hostDir, Dial: dialServer}}
 	if !o.NoSessions {
 		tr.caps.add("shell.exec")
 	}
@@ -193,6 +202,7 @@ func Build(root string, o Options) (*Tree, error) {
 	proc, cron, err := tr.mountServices(root, o)
 	if err != nil {
 		tr.sessions.Close()
+		trees.close()
 		return nil, err
 	}
 	tr.start(root, proc, cron, hostDir, !o.NoSessions)
@@ -202,14 +212,16 @@ func Build(root string, o Options) (*Tree, error) {
 
 // mountFiles makes the mount table with the files of the tree: the disk
 // trees of the state directory root, the manual, /mnt for the devices,
-// and the host directories of binds.
-func mountFiles(root string, hide *diskfs.Hidden, binds []string, hostDir hostDirFunc) (*mounts.Table, error) {
+// and the host directories of binds. The disk trees it opens go on
+// trees, also when it fails.
+func mountFiles(root string, hide *diskfs.Hidden, binds []string, hostDir hostDirFunc, trees *closers) (*mounts.Table, error) {
 	t := mounts.New()
 	for _, name := range diskTrees {
 		d, err := diskfs.NewHiding(filepath.Join(root, name), hide)
 		if err != nil {
 			return nil, err
 		}
+		trees.add(func() { d.Close() })
 		if err := t.MountAs("/"+name, d.Root(), "disk "+filepath.Join(root, name)); err != nil {
 			return nil, err
 		}
@@ -225,10 +237,21 @@ func mountFiles(root string, hide *diskfs.Hidden, binds []string, hostDir hostDi
 	if err := t.MountAs("/mnt", vfs.NewStaticDir(nil), "devices' trees"); err != nil {
 		return nil, err
 	}
-	if err := bindHostDirs(t, binds, hostDir); err != nil {
+	if err := bindHostDirs(t, binds, hostDir, trees); err != nil {
 		return nil, err
 	}
 	return t, nil
+}
+
+// closers are what a tree closes as it ends, in the order opened.
+type closers []func()
+
+func (c *closers) add(close func()) { *c = append(*c, close) }
+
+func (c closers) close() {
+	for _, close := range c {
+		close()
+	}
 }
 
 // mountServices mounts the daemon's synthetic trees (/dev, /sys, /proc)
@@ -295,13 +318,19 @@ func (tr *Tree) start(root string, proc *procfs.FS, cron *crond.Daemon, hostDir 
 
 // Close ends the tree, once the edges that serve it have stopped: it
 // cancels the tree's goroutines and waits for them, ends the devices'
-// links, and ends the sessions of /proc, killing their processes. It is
-// called once.
+// links, ends the sessions of /proc, killing their processes, and closes
+// the trees it served: the namespace's binds, the --bind directories and
+// the state directory's. It is called once.
 func (tr *Tree) Close() error {
 	tr.stop()
 	err := tr.jobs.Wait()
 	tr.Gateway.Close()
 	tr.sessions.Close()
+	// No line is left: the namespace's binds close what they opened.
+	if nsErr := tr.Table.ApplyNamespace(context.Background(), "", tr.resolvers); nsErr != nil {
+		slog.Warn("ending the namespace's binds", "err", nsErr)
+	}
+	tr.trees.close()
 	return err
 }
 
@@ -328,17 +357,18 @@ func (tr *Tree) Facts() devices.Facts { return tr.facts }
 
 // bindHostDirs serves each HOSTDIR:PATH of binds as a disk tree at PATH,
 // with the confinement of the state directory's own trees.
-func bindHostDirs(t *mounts.Table, binds []string, hostDir hostDirFunc) error {
+func bindHostDirs(t *mounts.Table, binds []string, hostDir hostDirFunc, trees *closers) error {
 	for _, b := range binds {
 		host, at, ok := strings.Cut(b, ":")
 		if !ok || !filepath.IsAbs(host) || !path.IsAbs(at) || path.Clean(at) != at || at == "/" {
 			return fmt.Errorf("--bind %q: want HOSTDIR:PATH, both absolute, such as /home/me/src:/workspaces/src", b)
 		}
-		// Never closed: a --bind is served as long as the daemon runs.
-		d, _, err := hostDir(host)
+		// Served as long as the tree: closed with it.
+		d, closeTree, err := hostDir(host)
 		if err != nil {
 			return fmt.Errorf("--bind %s: %w", b, err)
 		}
+		trees.add(closeTree)
 		if err := t.MountAs(at, d, "disk "+host); err != nil {
 			return err
 		}

@@ -68,6 +68,10 @@ func (f *File) Changed() (changed bool, now Stamp) {
 	return changed, now
 }
 
+// Forget makes the next Changed report a change, for a caller that could
+// not read the version Changed reported.
+func (f *File) Forget() { f.seen = false }
+
 // Poll calls fn at once and then within every of each change of path,
 // with whether the file exists, until ctx ends. A value on kick (nil: no
 // kicks) makes it look at once, for a writer that can say it wrote.

@@ -64,7 +64,7 @@ func TestPollKick(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	seen := make(chan bool, 10)
-	kick := make(chan struct{})
+	kick := make(chan struct{}, 1) // a Poll that ignored kicks fails below, not hangs
 	go Poll(ctx, p, time.Hour, kick, func(exists bool) { seen <- exists })
 	<-seen
 	must(t, os.WriteFile(p, []byte("x"), 0o644))

@@ -60,6 +60,9 @@ func newDirCache() *dirCache {
 
 func (c *dirCache) newDescriptor(fd int, evictable bool) *descriptor {
 	d := &descriptor{c: c, fd: fd, evictable: evictable}
+	if !evictable && fd < 0 {
+		return d // a file's: nothing to count or close (set checks closed)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {

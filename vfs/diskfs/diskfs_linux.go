@@ -148,11 +148,13 @@ func NewHiding(dir string, hide *Hidden) (*FS, error) {
 // flight (a descriptor a call holds is closed as the call ends); it
 // always returns nil.
 func (f *FS) Close() error {
-	f.endWatch()
 	// Calls that use a file's pin hold names shared (see loc).
 	f.names.Lock()
-	defer f.names.Unlock()
 	f.fds.shut(f.descriptors())
+	f.names.Unlock()
+	// After shut: a subscriber that comes now finds the tree closed and
+	// starts no watch, or joins the one ended here.
+	f.endWatch()
 	return nil
 }
 

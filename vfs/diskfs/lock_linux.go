@@ -2,7 +2,6 @@ package diskfs
 
 import (
 	"context"
-	"github.com/gsvfs/gsvfs/internal/bounds"
 	"math"
 	"strconv"
 	"sync"
@@ -11,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gsvfs/gsvfs/internal/bounds"
 	"github.com/gsvfs/gsvfs/vfs"
 )
 

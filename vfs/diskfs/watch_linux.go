@@ -4,7 +4,6 @@ package diskfs
 
 import (
 	"errors"
-	"github.com/gsvfs/gsvfs/internal/bounds"
 	"io"
 	"log/slog"
 	"os"
@@ -18,6 +17,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"golang.org/x/sys/unix"
 
+	"github.com/gsvfs/gsvfs/internal/bounds"
 	"github.com/gsvfs/gsvfs/vfs"
 )
 

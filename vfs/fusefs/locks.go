@@ -86,8 +86,9 @@ func (n *node) lock(ctx context.Context, fh gofs.FileHandle, cmd vfs.LockCmd, ow
 // afterLock makes what others wrote while the lock was free read now,
 // not pages the kernel cached before (as NFS drops its cache when it
 // takes a lock). Where the page guard runs it knows whether anyone did,
-// and the pages of a file only the mount wrote stay (a database's, locked
-// at every transaction). Passthrough files cache nothing here.
+// and a lock of a file only the mount wrote drops nothing. (An unlock
+// still does while the file has writers: see beforeUnlock.) Passthrough
+// files cache nothing here.
 func (n *node) afterLock(ctx context.Context, f *fileHandle) {
 	if n.guarded() && n.checkOutside(ctx, f) {
 		return
@@ -98,7 +99,11 @@ func (n *node) afterLock(ctx context.Context, f *fileHandle) {
 // beforeUnlock puts what the lock's holder wrote on the disk before the
 // lock goes, for a process that takes it there next: under the writeback
 // cache the kernel may hold it as dirty pages while a handle of the mount
-// writes the file. Dropping the pages writes them back first.
+// writes the file. Dropping the pages writes them back first; no FUSE
+// notice writes back without dropping, and the daemon cannot tell which
+// pages are dirty, so every unlock of a file with writers pays one read
+// of what it reads again (a read-only transaction's too: which process
+// holds which write lock is not known per inode here).
 func (n *node) beforeUnlock() {
 	if !n.srv.writeback || n.volatile {
 		return

@@ -66,6 +66,17 @@ func stateOf(a vfs.Attr) fileState {
 	return fileState{ino: a.Ino, size: a.Size, mtime: a.Mtime, ctime: a.Ctime}
 }
 
+// advance makes s the base unless the base is already newer (by change
+// time): a stat taken before another's may be applied after it, and base
+// must never go back, or the mount's own later pages would look stale.
+// g.mu is held.
+func (g *pageGuard) advance(s fileState) {
+	if g.known && s.ino == g.base.ino && s.ctime.Before(g.base.ctime) {
+		return
+	}
+	g.base, g.known = s, true
+}
+
 // sameData says whether s and o hold the same content: a change of mode
 // or owner alone leaves the kernel's pages true.
 func (s fileState) sameData(o fileState) bool {
@@ -108,7 +119,7 @@ func (n *node) ownChange(ctx context.Context, stat func(context.Context) (vfs.At
 	do()
 	after, err := stat(ctx)
 	if err == nil && !g.stale {
-		g.base, g.known = stateOf(after), true
+		g.advance(stateOf(after))
 	}
 	stale := g.stale && err == nil
 	g.mu.Unlock()
@@ -136,7 +147,8 @@ func (n *node) settle(a vfs.Attr) {
 	n.shrank(a, was)
 	n.grown(a, true) // a no-op for a file that shrank
 	g.mu.Lock()
-	g.base, g.known, g.stale = stateOf(a), true, false
+	g.advance(stateOf(a))
+	g.stale = false
 	g.mu.Unlock()
 }
 
@@ -187,16 +199,23 @@ func (n *node) opened(ctx context.Context, fh gofs.FileHandle, flags uint32) {
 }
 
 // rebase makes the file's state now, read through f, the guard's base.
+// The stat is taken under the guard's lock, as ownChange's are, so that
+// no write-back lands between it and its use.
 func (n *node) rebase(ctx context.Context, f *fileHandle) {
 	ha, ok := f.h.(vfs.HandleAttrer)
 	if !ok {
 		return
 	}
-	a, err := ha.Attr(ctx)
 	g := &n.guard
 	g.mu.Lock()
-	g.base, g.known, g.stale = stateOf(a), err == nil, false
-	g.mu.Unlock()
+	defer g.mu.Unlock()
+	a, err := ha.Attr(ctx)
+	g.stale = false
+	if err != nil {
+		g.known = false
+		return
+	}
+	g.advance(stateOf(a))
 }
 
 // checkOutside settles a change from outside that the file open in f
@@ -204,19 +223,24 @@ func (n *node) rebase(ctx context.Context, f *fileHandle) {
 // guard could tell (it knows the file's state and could stat it).
 func (n *node) checkOutside(ctx context.Context, f *fileHandle) bool {
 	ha, ok := f.h.(vfs.HandleAttrer)
+	if !ok {
+		return false
+	}
+	// The stat and the comparison under one hold of the lock, as in
+	// ownChange: a write-back landing between them would move base past
+	// the stat and look like a change from outside.
 	g := &n.guard
 	g.mu.Lock()
-	known := g.known
-	g.mu.Unlock()
-	if !ok || !known {
+	if !g.known {
+		g.mu.Unlock()
 		return false
 	}
 	a, err := ha.Attr(ctx)
 	if err != nil {
+		g.mu.Unlock()
 		return false
 	}
-	g.mu.Lock()
-	changed := !g.known || g.stale || !g.base.sameData(stateOf(a))
+	changed := g.stale || !g.base.sameData(stateOf(a))
 	g.mu.Unlock()
 	if changed {
 		n.settle(a)

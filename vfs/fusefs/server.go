@@ -5,7 +5,6 @@ package fusefs
 import (
 	"context"
 	"fmt"
-	"github.com/gsvfs/gsvfs/internal/bounds"
 	"log/slog"
 	"os"
 	"runtime/debug"
@@ -16,6 +15,7 @@ import (
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/gsvfs/gsvfs/internal/bounds"
 	"github.com/gsvfs/gsvfs/vfs"
 )
 

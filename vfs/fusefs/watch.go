@@ -181,8 +181,8 @@ func (s *server) apply(c vfs.Change) {
 
 // attrChanged drops the kernel's attributes of the node, and its cached
 // pages if the content changed, unless the kernel was told just that or
-// the change is the mount's own write (ownWrites). It says whether it
-// dropped anything.
+// the change is the mount's own (the page guard's own). It says whether
+// it dropped anything.
 func (s *server) attrChanged(a vfs.Attr, data bool) (dropped bool) {
 	for _, n := range s.live(a.Ino) {
 		n.w.mu.Lock()

@@ -40,9 +40,10 @@ func writebackWanted(opts Options) bool {
 // handle it caches pages for, so a write-only open becomes read-write
 // where the caller may also read. An O_APPEND open keeps its flags: its
 // handle is served with direct I/O (appendFlags), and its descriptor
-// appends at the disk's end of file. retry reports the flags to try when the read-write open is refused (a
-// write-only file): the kernel then cannot fill partial pages, and such
-// writes fail with EBADF (gsvfs-mount(1)).
+// appends at the disk's end of file. retry reports the flags to try when
+// the read-write open is refused (a write-only file): the kernel then
+// cannot fill partial pages, and such writes fail with EBADF
+// (gsvfs-mount(1)).
 func (s *server) openFlags(flags uint32, volatile bool) (open, retry int) {
 	open = int(flags)
 	if !s.writeback || volatile || open&syscall.O_APPEND != 0 {
@@ -172,7 +173,10 @@ func (f *fileHandle) unhold() {
 		n.writers.short = false
 	}
 	n.writers.mu.Unlock()
-	if name, parent := n.Parent(); forget && parent != nil {
+	if !forget {
+		return // Parent takes go-fuse's inode lock: only when needed
+	}
+	if name, parent := n.Parent(); parent != nil {
 		parent.NotifyEntry(name)
 	}
 }

@@ -115,7 +115,7 @@ func (d *cachedDir) Sync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return h.(vfs.Syncer).Sync(ctx)
+	return vfs.Sync(ctx, h)
 }
 
 func (d *cachedDir) Lock(ctx context.Context, r vfs.LockRequest) (vfs.Lock, error) {

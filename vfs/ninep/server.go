@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"github.com/gsvfs/gsvfs/internal/bounds"
 	"io"
 	"log/slog"
 	"net"
@@ -15,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gsvfs/gsvfs/internal/bounds"
 	"github.com/gsvfs/gsvfs/vfs"
 )
 
