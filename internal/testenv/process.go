@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"bufio"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -46,20 +47,28 @@ func Start(t testing.TB, s Server) *Process {
 	if s.Cred != nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.Cred}
 	}
-	stdout, err := cmd.StdoutPipe()
+	// A pipe of our own, not StdoutPipe: Wait closes that one as the
+	// process exits, and a process that prints its ready line and exits
+	// at once (a background mount's parent) could lose the line unread.
+	stdout, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := &Process{Cmd: cmd, Done: make(chan error, 1), Log: &LogBuffer{}}
-	cmd.Stderr = p.Log
-	if err := cmd.Start(); err != nil {
+	cmd.Stdout, cmd.Stderr = w, p.Log
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		stdout.Close()
 		t.Fatal(err)
 	}
 	ready, read := make(chan struct{}), make(chan struct{})
 	go func() {
 		// Read stdout to its end, whatever comes after the ready line,
-		// so that the process never blocks on a full pipe.
+		// so that the process never blocks on a full pipe. The end may
+		// come after the process's: a child it started may hold it.
 		defer close(read)
+		defer stdout.Close()
 		var once sync.Once
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
@@ -72,7 +81,13 @@ func Start(t testing.TB, s Server) *Process {
 	select {
 	case <-ready:
 	case err := <-p.Done:
-		<-read
+		// What it printed is still in the pipe: its ready line, or the
+		// pipe's end (or a child still holding it, up to the bound).
+		select {
+		case <-ready:
+		case <-read:
+		case <-time.After(readyBound):
+		}
 		select {
 		case <-ready: // it said so, then exited: a process that serves and goes
 			p.Done <- err
