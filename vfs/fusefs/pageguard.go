@@ -66,17 +66,6 @@ func stateOf(a vfs.Attr) fileState {
 	return fileState{ino: a.Ino, size: a.Size, mtime: a.Mtime, ctime: a.Ctime}
 }
 
-// advance makes s the base unless the base is already newer (by change
-// time): a stat taken before another's may be applied after it, and base
-// must never go back, or the mount's own later pages would look stale.
-// g.mu is held.
-func (g *pageGuard) advance(s fileState) {
-	if g.known && s.ino == g.base.ino && s.ctime.Before(g.base.ctime) {
-		return
-	}
-	g.base, g.known = s, true
-}
-
 // sameData says whether s and o hold the same content: a change of mode
 // or owner alone leaves the kernel's pages true.
 func (s fileState) sameData(o fileState) bool {
@@ -119,7 +108,7 @@ func (n *node) ownChange(ctx context.Context, stat func(context.Context) (vfs.At
 	do()
 	after, err := stat(ctx)
 	if err == nil && !g.stale {
-		g.advance(stateOf(after))
+		g.base, g.known = stateOf(after), true
 	}
 	stale := g.stale && err == nil
 	g.mu.Unlock()
@@ -147,8 +136,7 @@ func (n *node) settle(a vfs.Attr) {
 	n.shrank(a, was)
 	n.grown(a, true) // a no-op for a file that shrank
 	g.mu.Lock()
-	g.advance(stateOf(a))
-	g.stale = false
+	g.base, g.known, g.stale = stateOf(a), true, false
 	g.mu.Unlock()
 }
 
@@ -210,12 +198,7 @@ func (n *node) rebase(ctx context.Context, f *fileHandle) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	a, err := ha.Attr(ctx)
-	g.stale = false
-	if err != nil {
-		g.known = false
-		return
-	}
-	g.advance(stateOf(a))
+	g.base, g.known, g.stale = stateOf(a), err == nil, false
 }
 
 // checkOutside settles a change from outside that the file open in f
