@@ -169,4 +169,5 @@ var linuxErrnos = []numPair[wireErrno, syscall.Errno]{
 	{wEOWNERDEAD, syscall.EOWNERDEAD},
 	{wENOTRECOVERABLE, syscall.ENOTRECOVERABLE},
 	{wERFKILL, syscall.ERFKILL},
+	{wEHWPOISON, unix.EHWPOISON},
 }

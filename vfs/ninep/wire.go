@@ -150,23 +150,27 @@ func (h *hostNumbers) xattrToWire(flags int) wireXattrFlags {
 }
 func (h *hostNumbers) xattrFromWire(w wireXattrFlags) int { return bitsFromWire(h.xattr, w) }
 
-// bitsToWire sets each pair's wire bits whose host bits are all set.
+// bitsToWire sets the wire bits of each pair, in order, whose host bits
+// are all set and not taken by an earlier pair: Linux's O_SYNC holds
+// O_DSYNC's bit, and a table lists it first.
 func bitsToWire[W ~uint32](pairs []numPair[W, int], host int) W {
 	var w W
 	for _, p := range pairs {
 		if p.host != 0 && host&p.host == p.host {
 			w |= p.wire
+			host &^= p.host
 		}
 	}
 	return w
 }
 
-// bitsFromWire sets each pair's host bits whose wire bits are all set.
+// bitsFromWire is bitsToWire the other way.
 func bitsFromWire[W ~uint32](pairs []numPair[W, int], w W) int {
 	var host int
 	for _, p := range pairs {
 		if p.wire != 0 && w&p.wire == p.wire {
 			host |= p.host
+			w &^= p.wire
 		}
 	}
 	return host

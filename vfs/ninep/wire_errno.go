@@ -141,4 +141,5 @@ const (
 	wEOWNERDEAD      wireErrno = 130
 	wENOTRECOVERABLE wireErrno = 131
 	wERFKILL         wireErrno = 132
+	wEHWPOISON       wireErrno = 133
 )
