@@ -1,8 +1,11 @@
 package ninep
 
 import (
+	"context"
 	"syscall"
 	"testing"
+
+	"github.com/gsvfs/gsvfs/vfs"
 )
 
 // darwinHost is macOS's numbers, which every OS compiles (host_darwin_table.go).
@@ -161,5 +164,27 @@ func TestDarwinDevices(t *testing.T) {
 		if ma, mi := darwinHost.devSplit(d.mac); ma != d.major || mi != d.minor {
 			t.Errorf("%#x: split into %d,%d, want %d,%d", d.mac, ma, mi, d.major, d.minor)
 		}
+	}
+}
+
+// statDir is a directory whose statfs counts blocks of 1 KiB and
+// prefers I/O of 64 KiB, as statfs(2)'s f_frsize and f_bsize may differ.
+type statDir struct{ *vfs.StaticDir }
+
+func (statDir) StatFS(context.Context) (vfs.StatFS, error) {
+	return vfs.StatFS{Bsize: 64 << 10, Frsize: 1 << 10, Blocks: 1000, Bfree: 500, Bavail: 400, NameLen: 255}, nil
+}
+
+// TestStatfsBlockUnit checks that Rstatfs's bsize is the unit its block
+// counts are in (f_frsize), which a 9P client multiplies them by.
+func TestStatfsBlockUnit(t *testing.T) {
+	_, addr := serve(t, statDir{vfs.NewStaticDir(nil)})
+	_, root := dial(t, addr, "")
+	st, err := vfs.StatFSOf(context.Background(), root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := uint64(st.Frsize)*st.Blocks, uint64(1000<<10); got != want {
+		t.Errorf("statfs through 9P: %d blocks of %d bytes = %d, want %d bytes", st.Blocks, st.Frsize, got, want)
 	}
 }
