@@ -90,7 +90,7 @@ func (r *rogue) answer(m Message, scratch *[]byte) Message {
 			return r.watch(m)
 		}
 	}
-	return &Rlerror{uint32(syscall.EOPNOTSUPP)}
+	return &Rlerror{wEOPNOTSUPP}
 }
 
 func walkQIDs(m *Twalk) []QID {

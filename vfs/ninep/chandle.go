@@ -224,7 +224,7 @@ func (d *dirHandle) batch(ctx context.Context, off uint64) (out []vfs.DirEntry, 
 		if e.Name == "." || e.Name == ".." || vfs.CheckName("readdir", e.Name) != nil {
 			return // a name no file can have is no entry
 		}
-		de := vfs.DirEntry{Name: e.Name, Ino: e.QID.Path, Type: uint32(e.Type) << 12, Next: e.Offset}
+		de := vfs.DirEntry{Name: e.Name, Ino: e.QID.Path, Type: d.c.host.direntTypeFromWire(e.Type), Next: e.Offset}
 		if e.Attr.Valid != 0 {
 			attrs = append(attrs, d.c.wireAttr(&e.Attr))
 			de.Attr = &attrs[len(attrs)-1]

@@ -1,6 +1,7 @@
 package ninep
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -53,6 +54,8 @@ type ClientOptions struct {
 	// connection goes past its bound (the listing fails with EFBIG;
 	// the connection is kept), so the owner can log it once.
 	OverBound func(*LimitError)
+
+	host *hostNumbers // the numbers the caller speaks (this OS's if nil)
 }
 
 // ErrServerGone is the cause of every failed call once the connection has
@@ -68,7 +71,8 @@ type Client struct {
 	liveness time.Duration
 	idle     time.Duration
 
-	extended bool // VersionExt negotiated; fixed before the client is returned
+	host     *hostNumbers // the numbers the caller speaks
+	extended bool         // VersionExt negotiated; fixed before the client is returned
 	notices  notices
 	cache    *cache
 
@@ -158,7 +162,7 @@ func NewClient(ctx context.Context, nc net.Conn, opts ClientOptions) (*Client, e
 	}
 	l := opts.Limits.withDefaults(opts.Msize)
 	c := &Client{
-		nc: nc, msize: opts.Msize, liveness: opts.Liveness, idle: opts.Idle,
+		nc: nc, msize: opts.Msize, liveness: opts.Liveness, idle: opts.Idle, host: cmp.Or(opts.host, host),
 		limits: l, tags: make(chan uint16, l.Tags), mem: semaphore.NewWeighted(l.Memory),
 		clunks: make(chan uint32, l.Clunks), overBound: opts.OverBound,
 		pending: map[uint16]*waiter{}, lastRecv: time.Now(), cache: newCache(opts.CacheSize),
@@ -534,7 +538,7 @@ func (c *Client) rpcWith(ctx context.Context, tag uint16, m Message) (reply, err
 	}
 	select {
 	case r := <-w.ch:
-		return r, replyError(r)
+		return r, c.replyError(r)
 	case <-c.dead:
 		return reply{}, c.Err()
 	case <-ctx.Done():
@@ -583,7 +587,7 @@ func (c *Client) await(w *waiter, cause error) (reply, error) {
 	case r := <-w.ch:
 		// The server answered first. The Rflush that follows settles
 		// the flush's tag when it comes.
-		return r, replyError(r)
+		return r, c.replyError(r)
 	case <-w.fch:
 	case <-c.dead:
 		return reply{}, c.Err()
@@ -593,18 +597,19 @@ func (c *Client) await(w *waiter, cause error) (reply, error) {
 	}
 	select { // a reply sent just before the Rflush is already queued
 	case r := <-w.ch:
-		return r, replyError(r)
+		return r, c.replyError(r)
 	default:
 	}
 	c.mem.Release(w.mem) // no reply can come now
 	return reply{}, cause
 }
 
-func replyError(r reply) error {
+// replyError is the error r carries, in the host's numbers.
+func (c *Client) replyError(r reply) error {
 	switch m := r.m.(type) {
 	case *Rlerror:
 		r.release()
-		return syscall.Errno(m.Ecode)
+		return c.host.errnoFromWire(m.Ecode)
 	case *Rerror:
 		r.release()
 		return syscall.EIO

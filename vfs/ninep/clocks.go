@@ -43,7 +43,7 @@ func (h *handle) Lock(ctx context.Context, r vfs.LockRequest) (vfs.Lock, error) 
 		return h.getlock(ctx, r)
 	}
 	h.quietClose.Store(false) // the close releases the lock: in order
-	m := &Tlock{Fid: h.fid, Type: wireLockType(r.Type), Start: r.Start, Length: wireLength(r.Lock),
+	m := &Tlock{Fid: h.fid, Type: lockTypeToWire(r.Type), Start: r.Start, Length: wireLength(r.Lock),
 		ClientID: lockClientID(r)}
 	if r.Cmd == vfs.LockWait {
 		m.Flags = LockFlagBlock
@@ -61,7 +61,7 @@ func (h *handle) Lock(ctx context.Context, r vfs.LockRequest) (vfs.Lock, error) 
 }
 
 func (h *handle) getlock(ctx context.Context, r vfs.LockRequest) (vfs.Lock, error) {
-	rg, err := do[*Rgetlock](ctx, h.c, &Tgetlock{Fid: h.fid, lockDesc: lockDesc{Type: wireLockType(r.Type),
+	rg, err := do[*Rgetlock](ctx, h.c, &Tgetlock{Fid: h.fid, lockDesc: lockDesc{Type: lockTypeToWire(r.Type),
 		Start: r.Start, Length: wireLength(r.Lock), ClientID: lockClientID(r)}})
 	if err != nil {
 		return vfs.Lock{}, asErr("getlock", err)

@@ -101,7 +101,7 @@ func (n *node) createGet(ctx context.Context, name string, flags int, mode uint3
 	}
 	fid, nodeFid := n.c.newFid(), n.c.newFid()
 	m := &Tcreateget{NewFid: fid, NodeFid: nodeFid,
-		Tlcreate: Tlcreate{Fid: n.fid, Name: name, Flags: uint32(flags), Mode: mode, Gid: callerGid(ctx)}}
+		Tlcreate: Tlcreate{Fid: n.fid, Name: name, Flags: n.c.host.openToWire(flags), Mode: n.c.host.modeToWire(mode), Gid: callerGid(ctx)}}
 	r, err := do[*Rcreateget](ctx, n.c, m)
 	n.madeName(name, err)
 	if err != nil {

@@ -156,22 +156,22 @@ func (c *Client) getattr(ctx context.Context, fid uint32) (vfs.Attr, error) {
 // notices flow on this connection (a server's mark alone does not keep
 // the cache true).
 func (c *Client) wireAttr(r *Rgetattr) vfs.Attr {
-	a := attrFromWire(r)
+	a := c.host.attrFromWire(r)
 	a.Watched = a.Watched && c.notices.on.Load()
 	return a
 }
 
 // attrFromWire converts Rgetattr. A regular file with QID version 0 is
 // taken as volatile: gsvfs's server marks generated files that way.
-func attrFromWire(r *Rgetattr) vfs.Attr {
+func (h *hostNumbers) attrFromWire(r *Rgetattr) vfs.Attr {
 	return vfs.Attr{
-		Ino: r.QID.Path, Gen: r.Gen, Mode: r.Mode, Nlink: uint32(r.Nlink),
-		Uid: r.Uid, Gid: r.Gid, Rdev: r.Rdev, Size: int64(r.Size),
+		Ino: r.QID.Path, Gen: r.Gen, Mode: h.modeFromWire(r.Mode), Nlink: uint32(r.Nlink),
+		Uid: r.Uid, Gid: r.Gid, Rdev: h.devFromWire(r.Rdev), Size: int64(r.Size),
 		Blocks: int64(r.Blocks), Blksize: uint32(r.Blksize),
 		Atime:    time.Unix(int64(r.AtimeSec), int64(r.AtimeNsec)),
 		Mtime:    time.Unix(int64(r.MtimeSec), int64(r.MtimeNsec)),
 		Ctime:    time.Unix(int64(r.CtimeSec), int64(r.CtimeNsec)),
-		Volatile: r.Mode&syscall.S_IFMT == syscall.S_IFREG && r.QID.Version == 0,
+		Volatile: r.Mode&wS_IFMT == wS_IFREG && r.QID.Version == 0,
 		Watched:  r.Valid&AttrGsvfsWatched != 0,
 	}
 }
@@ -192,14 +192,14 @@ func (n *node) SetAttr(ctx context.Context, s vfs.SetAttr) (vfs.Attr, error) {
 // Tgetattr.
 func (c *Client) setattr(ctx context.Context, fid uint32, ino uint64, s vfs.SetAttr) (vfs.Attr, error) {
 	if c.extended {
-		r, err := do[*Rsetattrget](ctx, c, &Tsetattrget{*setattrToWire(fid, s)})
+		r, err := do[*Rsetattrget](ctx, c, &Tsetattrget{*c.host.setattrToWire(fid, s)})
 		c.cache.dropChanged(ino)
 		if err != nil {
 			return vfs.Attr{}, asErr("setattr", err)
 		}
 		return c.heldReply(&r.Rgetattr), nil
 	}
-	_, err := do[*Rsetattr](ctx, c, setattrToWire(fid, s))
+	_, err := do[*Rsetattr](ctx, c, c.host.setattrToWire(fid, s))
 	c.cache.dropChanged(ino)
 	if err != nil {
 		return vfs.Attr{}, asErr("setattr", err)
@@ -207,8 +207,9 @@ func (c *Client) setattr(ctx context.Context, fid uint32, ino uint64, s vfs.SetA
 	return c.getattr(ctx, fid)
 }
 
-func setattrToWire(fid uint32, s vfs.SetAttr) *Tsetattr {
-	m := &Tsetattr{Fid: fid, Mode: s.Mode, Uid: s.Uid, Gid: s.Gid, Size: uint64(s.Size)}
+// setattrToWire is the Tsetattr that asks for s.
+func (h *hostNumbers) setattrToWire(fid uint32, s vfs.SetAttr) *Tsetattr {
+	m := &Tsetattr{Fid: fid, Mode: h.modeToWire(s.Mode), Uid: s.Uid, Gid: s.Gid, Size: uint64(s.Size)}
 	bits := []struct {
 		has  vfs.SetMask
 		wire uint32
@@ -342,7 +343,7 @@ func (n *node) openFid(ctx context.Context, flags int) (uint32, *Rlopen, error) 
 		if err != nil {
 			return 0, nil, err
 		}
-		r, err := do[*Rlopen](ctx, n.c, &Tlopen{Fid: fid, Flags: uint32(flags)})
+		r, err := do[*Rlopen](ctx, n.c, &Tlopen{Fid: fid, Flags: n.c.host.openToWire(flags)})
 		if err != nil {
 			n.c.clunk(fid)
 			return 0, nil, err
@@ -354,7 +355,7 @@ func (n *node) openFid(ctx context.Context, flags int) (uint32, *Rlopen, error) 
 	defer n.mu.Unlock()
 	dir := n.from
 	if dir == nil {
-		return n.c.walkOpen(ctx, &Twalkopen{NodeFid: NoFid, Twalk: Twalk{Fid: n.fid}, Flags: uint32(flags)})
+		return n.c.walkOpen(ctx, &Twalkopen{NodeFid: NoFid, Twalk: Twalk{Fid: n.fid}, Flags: n.c.host.openToWire(flags)})
 	}
 	// The directory may itself have been made from a listing: it is
 	// walked first (readyAttr).
@@ -362,7 +363,7 @@ func (n *node) openFid(ctx context.Context, flags int) (uint32, *Rlopen, error) 
 		return 0, nil, err
 	}
 	nodeFid := n.c.newFid()
-	fid, r, err := n.c.walkOpen(ctx, &Twalkopen{NodeFid: nodeFid, Twalk: Twalk{Fid: dir.fid, Names: []string{n.name}}, Flags: uint32(flags)})
+	fid, r, err := n.c.walkOpen(ctx, &Twalkopen{NodeFid: nodeFid, Twalk: Twalk{Fid: dir.fid, Names: []string{n.name}}, Flags: n.c.host.openToWire(flags)})
 	if err == nil && r.QID.Path != n.qid.Path { // another file has the name now
 		n.c.clunk(fid)
 		n.c.clunk(nodeFid)
@@ -408,7 +409,7 @@ func (n *node) Create(ctx context.Context, name string, flags int, mode uint32) 
 	if err != nil {
 		return nil, nil, asErr("create", err)
 	}
-	r, err := do[*Rlcreate](ctx, n.c, &Tlcreate{Fid: fid, Name: name, Flags: uint32(flags), Mode: mode, Gid: callerGid(ctx)})
+	r, err := do[*Rlcreate](ctx, n.c, &Tlcreate{Fid: fid, Name: name, Flags: n.c.host.openToWire(flags), Mode: n.c.host.modeToWire(mode), Gid: callerGid(ctx)})
 	n.madeName(name, err)
 	if err != nil {
 		n.c.clunk(fid)
@@ -431,7 +432,7 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32) (vfs.Node, e
 	if err := n.ready(ctx); err != nil {
 		return nil, asErr("mkdir", err)
 	}
-	_, err := do[*Rmkdir](ctx, n.c, &Tmkdir{Dfid: n.fid, Name: name, Mode: mode, Gid: callerGid(ctx)})
+	_, err := do[*Rmkdir](ctx, n.c, &Tmkdir{Dfid: n.fid, Name: name, Mode: n.c.host.modeToWire(mode), Gid: callerGid(ctx)})
 	n.madeName(name, err)
 	if err != nil {
 		return nil, asErr("mkdir", err)
@@ -447,7 +448,7 @@ func (n *node) Remove(ctx context.Context, name string, dir bool) error {
 	if err := vfs.CheckName("remove", name); err != nil {
 		return err
 	}
-	var flags uint32
+	var flags wireUnlinkFlags
 	if dir {
 		flags = AtRemoveDir
 	}
@@ -594,10 +595,9 @@ func (n *node) Link(ctx context.Context, target vfs.Node, name string) (vfs.Node
 }
 
 func (n *node) Mknod(ctx context.Context, name string, mode uint32, rdev uint64) (vfs.Node, error) {
-	major := uint32(rdev>>32&0xfffff000 | rdev>>8&0xfff)
-	minor := uint32(rdev>>12&0xffffff00 | rdev&0xff)
+	major, minor := n.c.host.devSplit(rdev)
 	return makeEntry[*Rmknod](ctx, n, "mknod", name, func() Message {
-		return &Tmknod{Dfid: n.fid, Name: name, Mode: mode, Major: major, Minor: minor, Gid: callerGid(ctx)}
+		return &Tmknod{Dfid: n.fid, Name: name, Mode: n.c.host.modeToWire(mode), Major: major, Minor: minor, Gid: callerGid(ctx)}
 	})
 }
 
@@ -683,22 +683,24 @@ func (n *node) xattrRead(ctx context.Context, name string) ([]byte, error) {
 }
 
 func (n *node) SetXattr(ctx context.Context, name string, value []byte, flags int) error {
-	return n.xattrWrite(ctx, name, value, flags)
+	return n.xattrWrite(ctx, name, value, n.c.host.xattrToWire(flags))
 }
 
+// RemoveXattr is a Txattrcreate of no value with XATTR_REPLACE, which is
+// how 9P2000.L says removexattr.
 func (n *node) RemoveXattr(ctx context.Context, name string) error {
-	return n.xattrWrite(ctx, name, nil, xattrReplace)
+	return n.xattrWrite(ctx, name, nil, wXATTR_REPLACE)
 }
 
 // xattrWrite sets an attribute: Txattrcreate, the value in Twrites, and
 // the clunk that commits it (and reports the outcome).
-func (n *node) xattrWrite(ctx context.Context, name string, value []byte, flags int) error {
+func (n *node) xattrWrite(ctx context.Context, name string, value []byte, flags wireXattrFlags) error {
 	fid, err := n.clone(ctx)
 	if err != nil {
 		return asErr("setxattr", err)
 	}
 	defer n.c.cache.dropFile(n.qid.Path)
-	m := &Txattrcreate{Fid: fid, Name: name, Size: uint64(len(value)), Flags: uint32(flags)}
+	m := &Txattrcreate{Fid: fid, Name: name, Size: uint64(len(value)), Flags: flags}
 	if _, err := do[*Rxattrcreate](ctx, n.c, m); err != nil {
 		n.c.clunk(fid)
 		return asErr("setxattr", err)

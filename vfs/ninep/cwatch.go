@@ -77,8 +77,8 @@ func (c *Client) pollNotices(fid uint32) {
 	asked := time.Now()
 	var losses lossGuard
 	for {
-		if losses.take(c, r.Changes) {
-			c.noticed(r.Changes)
+		if cs := c.host.changes(r); losses.take(c, cs) {
+			c.noticed(cs)
 		}
 		if !c.pace(asked) {
 			return

@@ -14,4 +14,17 @@
 // The client gives every call a context, fails all calls within a second
 // when the server goes away or stops answering, and flushes requests whose
 // context ends.
+//
+// Numbers on the wire are Linux's, as 9P2000.L defines them, whatever
+// the host; vfs's are the host's own (syscall.Errno, syscall.O_*,
+// S_IF*, dev_t, XATTR_*), and the package converts at its edge, once,
+// through the host's table (hostNumbers: host_linux.go, host_darwin.go,
+// host_other.go). vfs keeps the host's numbers because everything else
+// in it hands them to the host's kernel as they are: the disk trees to
+// open(2) and setxattr(2), FUSE to its own kernel, which speaks them
+// too; 9P is the one edge whose peer may be another system, so the one
+// that converts. Lock types are vfs's own (vfs.LockType) already. Each
+// kind of wire number has a type of its own (wireErrno, wireOpenFlags,
+// wireMode, ...), so a host number put in a message unconverted is a
+// compile error; TestWireFieldsTyped keeps new fields to that rule.
 package ninep

@@ -251,17 +251,17 @@ func fuzzExtSession() []Message {
 	return []Message{
 		&Tversion{Msize: fuzzMsize, Version: VersionExt},
 		&Tattach{Fid: root, Tauth: Tauth{Afid: NoFid, Uname: "root", NUname: 0}},
-		&Tlcreate{Fid: root, Name: "f", Flags: uint32(os.O_RDWR), Mode: 0o644},
+		&Tlcreate{Fid: root, Name: "f", Flags: wO_RDWR, Mode: 0o644},
 		&Tattach{Fid: dir, Tauth: Tauth{Afid: NoFid, Uname: "root", NUname: 0}},
 		&Twalkgetattr{Twalk{Fid: dir, NewFid: file, Names: []string{"f"}}},
-		&Tlopen{Fid: dir, Flags: uint32(syscall.O_DIRECTORY)},
+		&Tlopen{Fid: dir, Flags: wO_DIRECTORY},
 		&Treaddirplus{Treaddir{Fid: dir, Offset: 0, Count: 4000}},
 		&Treaddirplus{Treaddir{Fid: dir, Offset: 1, Count: 200}},
 		&Tsetattrget{Tsetattr{Fid: file, Valid: SetattrMode, Mode: 0o600}},
 		&Tattach{Fid: 8, Tauth: Tauth{Afid: NoFid, Uname: "root", NUname: 0}},
-		&Twalkopen{NodeFid: 5, Twalk: Twalk{Fid: 8, NewFid: 4, Names: []string{"f"}}, Flags: uint32(os.O_RDONLY)},
+		&Twalkopen{NodeFid: 5, Twalk: Twalk{Fid: 8, NewFid: 4, Names: []string{"f"}}, Flags: 0},
 		&Twalkopen{NodeFid: 4, Twalk: Twalk{Fid: 8, NewFid: 4}}, // a fid given twice: refused
-		&Tcreateget{NewFid: 6, NodeFid: 7, Tlcreate: Tlcreate{Fid: 8, Name: "g", Flags: uint32(os.O_RDWR), Mode: 0o644}},
+		&Tcreateget{NewFid: 6, NodeFid: 7, Tlcreate: Tlcreate{Fid: 8, Name: "g", Flags: wO_RDWR, Mode: 0o644}},
 		&Tclunkmany{Fids: []uint32{file, dir, 4, 5, 6, 7, 8, 99}},
 	}
 }

@@ -41,7 +41,7 @@ type xattrState struct {
 	name    string
 	value   []byte
 	size    uint64 // declared size of a value being written
-	flags   int
+	flags   wireXattrFlags
 	writing bool
 }
 

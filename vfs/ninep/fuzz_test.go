@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"path/filepath"
 	"reflect"
 	"sync"
@@ -209,7 +208,7 @@ func fuzzSession() []Message {
 		&Tattach{Fid: root, Tauth: Tauth{Afid: NoFid, Uname: "root", NUname: 0}},
 		&Tmkdir{Dfid: root, Name: "d", Mode: 0o755, Gid: 0},
 		&Twalk{Fid: root, NewFid: clone, Names: []string{}},
-		&Tlcreate{Fid: clone, Name: "f", Flags: uint32(os.O_RDWR), Mode: 0o644},
+		&Tlcreate{Fid: clone, Name: "f", Flags: wO_RDWR, Mode: 0o644},
 		&Twrite{Fid: clone, Offset: 0, Data: []byte("hello, 9p")},
 		&Tread{Fid: clone, Offset: 0, Count: 100},
 		&Tfsync{Fid: clone},
@@ -234,7 +233,7 @@ func fuzzSession() []Message {
 		&Treadlink{Fid: sym},
 		&Trenameat{OldDfid: root, OldName: "g", NewDfid: root, NewName: "h"},
 		&Twalk{Fid: root, NewFid: dir, Names: []string{"d", "..", "."}},
-		&Tlopen{Fid: dir, Flags: uint32(syscall.O_DIRECTORY)},
+		&Tlopen{Fid: dir, Flags: wO_DIRECTORY},
 		&Treaddir{Fid: dir, Offset: 0, Count: 4000},
 		&Tclunk{fidMsg{dir}},
 		&Twalk{Fid: root, NewFid: link, Names: []string{"h"}},
@@ -407,7 +406,7 @@ func (r *wireConn) getattr(t testing.TB, fid uint32) {
 	if !ok {
 		t.Fatalf("Tgetattr: got %#v, want Rgetattr", reply)
 	}
-	if got, want := ra.Mode&syscall.S_IFMT, uint32(syscall.S_IFDIR); got != want {
+	if got, want := ra.Mode&wS_IFMT, wS_IFDIR; got != want {
 		t.Fatalf("Tgetattr: got file type %#o, want %#o", got, want)
 	}
 }
@@ -543,7 +542,7 @@ func TestRMessageAsRequest(t *testing.T) {
 		&Rlerror{Ecode: 2}, &Rerror{Ename: "no"}, &Rclunk{}} {
 		t.Run(msgName(m), func(t *testing.T) {
 			got := rc.rpc(t, 7, m)
-			if want := Message(&Rlerror{Ecode: uint32(syscall.EOPNOTSUPP)}); !reflect.DeepEqual(got, want) {
+			if want := Message(&Rlerror{Ecode: wEOPNOTSUPP}); !reflect.DeepEqual(got, want) {
 				t.Errorf("got %#v, want %#v", got, want)
 			}
 		})

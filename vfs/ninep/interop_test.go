@@ -326,10 +326,10 @@ func testP9Errnos(t *testing.T, root p9.File) {
 			_, _, _, err = f.Create("big", p9.ReadWrite|p9.OpenFlags(syscall.O_EXCL), 0o644, p9.NoUID, p9.NoGID)
 			return err
 		}, syscall.EEXIST},
-		{"RmdirNotEmpty", func() error { return root.UnlinkAt("full", AtRemoveDir) }, syscall.ENOTEMPTY},
+		{"RmdirNotEmpty", func() error { return root.UnlinkAt("full", uint32(AtRemoveDir)) }, syscall.ENOTEMPTY},
 		{"WalkThroughFile", func() error { _, _, err := file.Walk([]string{"x"}); return err }, syscall.ENOTDIR},
 		{"MkdirInFile", func() error { _, err := file.Mkdir("x", 0o755, p9.NoUID, p9.NoGID); return err }, syscall.ENOTDIR},
-		{"RmdirFile", func() error { return root.UnlinkAt("big", AtRemoveDir) }, syscall.ENOTDIR},
+		{"RmdirFile", func() error { return root.UnlinkAt("big", uint32(AtRemoveDir)) }, syscall.ENOTDIR},
 		{"UnlinkDir", func() error { return root.UnlinkAt("full", 0) }, syscall.EISDIR},
 	}
 	for _, tc := range tests {

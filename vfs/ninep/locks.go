@@ -48,7 +48,7 @@ func (c *conn) getlock(ctx context.Context, m *Tgetlock) (Message, error) {
 		}
 		r := &Rgetlock{lockDesc{Type: LockUnlock, Start: m.Start, Length: m.Length, ProcID: m.ProcID, ClientID: m.ClientID}}
 		if l.Type != vfs.LockUnlock {
-			r.lockDesc = lockDesc{Type: wireLockType(l.Type), Start: l.Start, Length: wireLength(l), ProcID: uint32(max(l.Pid, 0))}
+			r.lockDesc = lockDesc{Type: lockTypeToWire(l.Type), Start: l.Start, Length: wireLength(l), ProcID: uint32(max(l.Pid, 0))}
 		}
 		return r, nil
 	})
@@ -56,7 +56,7 @@ func (c *conn) getlock(ctx context.Context, m *Tgetlock) (Message, error) {
 
 // lockRequest is a Tlock's or Tgetlock's request. A type out of range
 // fails in vfs.CheckLock.
-func (c *conn) lockRequest(cmd vfs.LockCmd, typ uint8, start, length uint64, proc uint32, client string) vfs.LockRequest {
+func (c *conn) lockRequest(cmd vfs.LockCmd, typ wireLockType, start, length uint64, proc uint32, client string) vfs.LockRequest {
 	return vfs.LockRequest{Cmd: cmd, Owner: vfs.LockOwner{Edge: c, Client: client, ID: uint64(proc)},
 		Account: vfs.LockAccount{Who: c, Limit: vfs.LockLimit(c.srv.opts.MaxOpen)},
 		Flock:   strings.HasPrefix(client, flockClient), // a gsvfs client's flock (clocks.go)
@@ -65,7 +65,7 @@ func (c *conn) lockRequest(cmd vfs.LockCmd, typ uint8, start, length uint64, pro
 
 // lockTypeOf reads a lock type of the wire; one out of range is no
 // vfs.LockType either, and fails in vfs.CheckLock.
-func lockTypeOf(typ uint8) vfs.LockType {
+func lockTypeOf(typ wireLockType) vfs.LockType {
 	switch typ {
 	case LockRead:
 		return vfs.LockRead
@@ -77,8 +77,8 @@ func lockTypeOf(typ uint8) vfs.LockType {
 	return math.MaxUint8
 }
 
-// wireLockType is t as the wire numbers it.
-func wireLockType(t vfs.LockType) uint8 {
+// lockTypeToWire is t as the wire numbers it.
+func lockTypeToWire(t vfs.LockType) wireLockType {
 	switch t {
 	case vfs.LockRead:
 		return LockRead

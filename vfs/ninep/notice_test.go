@@ -68,7 +68,7 @@ func TestWatchBacklogBounded(t *testing.T) {
 		root.send([]vfs.Change{{Dir: 1, Name: fmt.Sprint("f", i)}})
 	}
 	r, ok := rc.rpc(t, 1, &Twatch{Fid: 1, Count: 65536}).(*Rwatch)
-	if !ok || len(r.Changes) != 1 || !r.Changes[0].Lost {
+	if !ok || len(r.Changes) != 1 || r.Changes[0].Flags&watchLost == 0 {
 		t.Fatalf("Twatch after %d changes: got %#v, want one Lost", MaxWatchBacklog+1, r)
 	}
 	root.send([]vfs.Change{{Dir: 1, Name: "after"}})
@@ -86,17 +86,17 @@ type flood struct {
 }
 
 func (f *flood) batch(m *Twatch) Message {
-	w := &Rwatch{}
+	var cs []vfs.Change
 	for size := headerSize + 2; ; {
 		n := f.next.Add(1)
 		c := vfs.Change{Dir: n, Name: fmt.Sprintf("flood-%012d", n), Attr: vfs.Attr{Ino: n + 1, Mode: syscall.S_IFREG}}
 		if size += changeSize(c); size > int(m.Count) {
 			break
 		}
-		w.Changes = append(w.Changes, c)
+		cs = append(cs, c)
 	}
 	f.batches.Add(1)
-	return w
+	return host.rwatch(cs)
 }
 
 // TestNoticeFloodBounded: a peer that streams changes as fast as it may
@@ -160,7 +160,7 @@ func TestHeldDirsBounded(t *testing.T) {
 	}
 	w.hold(vfs.NewStaticDir(nil), 4)
 	r := w.take(1 << 16)
-	if r == nil || len(r.Changes) != 1 || !r.Changes[0].Lost {
+	if len(r) != 1 || !r[0].Lost {
 		t.Fatalf("past the bound: %+v, want one Lost", r)
 	}
 	if _, kept := w.held.byIno[1]; !kept || w.held.lru.Len() != 3 {
@@ -179,10 +179,10 @@ func TestRepeatedLossesDistrusted(t *testing.T) {
 	answer := func(*Twatch) Message {
 		batches.Add(1)
 		if losing.Load() {
-			return &Rwatch{Changes: []vfs.Change{{Lost: true}}}
+			return host.rwatch([]vfs.Change{{Lost: true}})
 		}
 		time.Sleep(10 * time.Millisecond) // a quiet server, with a change now and then
-		return &Rwatch{Changes: []vfs.Change{{Attr: vfs.Attr{Ino: 7, Mode: syscall.S_IFREG}}}}
+		return host.rwatch([]vfs.Change{{Attr: vfs.Attr{Ino: 7, Mode: syscall.S_IFREG}}})
 	}
 	c, root := dial(t, (&rogue{watch: answer}).serve(t), "")
 	var lost atomic.Int64

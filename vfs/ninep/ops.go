@@ -1,6 +1,7 @@
 package ninep
 
 import (
+	"cmp"
 	"context"
 	"os"
 	"os/user"
@@ -24,7 +25,7 @@ func (c *conn) dispatch(ctx context.Context, m Message) Message {
 		r, err = c.dispatchBase(ctx, m)
 	}
 	if err != nil {
-		return errorReply(err)
+		return c.errorReply(err)
 	}
 	return r
 }
@@ -224,15 +225,15 @@ func (c *conn) getattr(ctx context.Context, m *Tgetattr) (Message, error) {
 			return nil, err
 		}
 		if c.extended.Load() {
-			return extAttrToWire(a), nil
+			return c.host().extAttrToWire(a), nil
 		}
-		return attrToWire(a), nil
+		return c.host().attrToWire(a), nil
 	})
 }
 
 func (c *conn) setattr(ctx context.Context, m *Tsetattr) (Message, error) {
 	return withFid(ctx, c, m.Fid, func(f *fid) (Message, error) {
-		s := setattrFromWire(m)
+		s := c.host().setattrFromWire(m)
 		if s.Valid == 0 {
 			return &Rsetattr{}, nil // a ctime-only touch
 		}
@@ -262,7 +263,9 @@ func (c *conn) statfs(ctx context.Context, m *Tstatfs) (Message, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &Rstatfs{Type: v9fsMagic, Fsid: c.srv.opts.Fsid, Bsize: st.Bsize, Blocks: st.Blocks,
+		// Rstatfs's bsize is the unit its block counts are in: statfs's
+		// f_frsize (Linux's 9p client reports it as both).
+		return &Rstatfs{Type: v9fsMagic, Fsid: c.srv.opts.Fsid, Bsize: cmp.Or(st.Frsize, st.Bsize), Blocks: st.Blocks,
 			Bfree: st.Bfree, Bavail: st.Bavail, Files: st.Files, Ffree: st.Ffree, Namelen: st.NameLen}, nil
 	})
 }
@@ -294,11 +297,12 @@ func attrQID(a vfs.Attr) QID {
 	return q
 }
 
-func attrToWire(a vfs.Attr) *Rgetattr {
+// attrToWire is a as Rgetattr carries it.
+func (h *hostNumbers) attrToWire(a vfs.Attr) *Rgetattr {
 	r := &Rgetattr{
 		Valid: AttrBasic | AttrGen, QID: attrQID(a),
-		Mode: a.Mode, Uid: a.Uid, Gid: a.Gid,
-		Nlink: uint64(a.Nlink), Rdev: a.Rdev, Size: uint64(a.Size),
+		Mode: h.modeToWire(a.Mode), Uid: a.Uid, Gid: a.Gid,
+		Nlink: uint64(a.Nlink), Rdev: h.devToWire(a.Rdev), Size: uint64(a.Size),
 		Blksize: uint64(a.Blksize), Blocks: uint64(a.Blocks), Gen: a.Gen,
 	}
 	r.AtimeSec, r.AtimeNsec = wireTime(a.Atime)
@@ -327,11 +331,12 @@ func timeFromWire(valid, change, set uint32, sec, nsec uint64, t *time.Time, giv
 	return given
 }
 
-func setattrFromWire(m *Tsetattr) vfs.SetAttr {
+// setattrFromWire is the change m asks for.
+func (h *hostNumbers) setattrFromWire(m *Tsetattr) vfs.SetAttr {
 	var s vfs.SetAttr
 	if m.Valid&SetattrMode != 0 {
 		s.Valid |= vfs.SetMode
-		s.Mode = m.Mode & 0o7777
+		s.Mode = h.modeFromWire(m.Mode & wS_PERM)
 	}
 	if m.Valid&SetattrUid != 0 {
 		s.Valid |= vfs.SetUid

@@ -42,7 +42,7 @@ func (c *conn) readdirplus(ctx context.Context, m *Treaddirplus) (Message, error
 	var last uint64 = m.Offset
 	buf, end, err := c.listDir(ctx, &m.Treaddir, direntPlusSize, func(f *fid, buf []byte, d Dirent, e vfs.DirEntry) []byte {
 		last = d.Offset
-		return AppendDirentPlus(buf, DirentPlus{Dirent: d, Attr: entryAttr(ctx, f.node(), e)})
+		return AppendDirentPlus(buf, DirentPlus{Dirent: d, Attr: c.host().entryAttr(ctx, f.node(), e)})
 	})
 	if end && len(buf)+direntPlusSize("") <= int(min(m.Count, c.msize-rreadHeader)) {
 		buf = AppendDirentPlus(buf, DirentPlus{Dirent: Dirent{Offset: last}})
@@ -56,24 +56,24 @@ func (c *conn) readdirplus(ctx context.Context, m *Treaddirplus) (Message, error
 // same node, and nodes that hold resources let them go when collected.
 // The lookup is made even where the listing had the attributes: whether
 // the file has extended attributes is asked of its node.
-func entryAttr(ctx context.Context, dir vfs.Node, e vfs.DirEntry) Rgetattr {
+func (h *hostNumbers) entryAttr(ctx context.Context, dir vfs.Node, e vfs.DirEntry) Rgetattr {
 	if e.Name == "." || e.Name == ".." {
 		return Rgetattr{}
 	}
 	kid, a, err := lookupAttr(ctx, dir, e.Name)
 	switch {
 	case err == nil:
-		return *fileAttrToWire(ctx, kid, a)
+		return *h.fileAttrToWire(ctx, kid, a)
 	case e.Attr != nil:
-		return *extAttrToWire(*e.Attr)
+		return *h.extAttrToWire(*e.Attr)
 	}
 	return Rgetattr{}
 }
 
 // fileAttrToWire is extAttrToWire for the file n, with AttrGsvfsNoXattrs
 // set if it lists no extended attributes.
-func fileAttrToWire(ctx context.Context, n vfs.Node, a vfs.Attr) *Rgetattr {
-	r := extAttrToWire(a)
+func (h *hostNumbers) fileAttrToWire(ctx context.Context, n vfs.Node, a vfs.Attr) *Rgetattr {
+	r := h.extAttrToWire(a)
 	if x, ok := n.(vfs.Xattrer); ok && !a.Volatile {
 		if names, err := x.ListXattr(ctx); err == nil && len(names) == 0 {
 			r.Valid |= AttrGsvfsNoXattrs
@@ -91,7 +91,7 @@ func (c *conn) walkgetattr(ctx context.Context, m *Twalkgetattr) (Message, error
 	}
 	r := &Rwalkgetattr{Rwalk: Rwalk{QIDs: w.qids}}
 	if w.attr != nil && len(w.qids) == len(m.Names) {
-		r.Attr = *fileAttrToWire(ctx, w.node, *w.attr)
+		r.Attr = *c.host().fileAttrToWire(ctx, w.node, *w.attr)
 	}
 	return r, nil
 }
@@ -199,7 +199,7 @@ func (c *conn) statFid(ctx context.Context, n uint32) (*Rgetattr, error) {
 		if err != nil {
 			return nil, err
 		}
-		return fileAttrToWire(ctx, f.node(), a), nil
+		return c.host().fileAttrToWire(ctx, f.node(), a), nil
 	})
 }
 

@@ -5,16 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
-	"os"
 	"syscall"
 
 	"github.com/gsvfs/gsvfs/vfs"
 )
-
-// openFlagMask keeps the open flags a client may pass on; creation flags
-// belong to Tlcreate and the rest mean nothing to a backend.
-const openFlagMask = os.O_RDONLY | os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_TRUNC |
-	os.O_SYNC | syscall.O_DSYNC | syscall.O_NONBLOCK | syscall.O_DIRECTORY | oNoatime
 
 // iounit is the most data one Tread or Twrite carries at msize.
 func (c *conn) iounit() uint32 { return c.msize - ioHeaderSize }
@@ -52,7 +46,7 @@ func (c *conn) lopen(ctx context.Context, m *Tlopen) (Message, error) {
 		if !openable(a) {
 			return nil, vfs.Error("open", "", syscall.EOPNOTSUPP)
 		}
-		flags := int(m.Flags) & openFlagMask
+		flags := c.host().openFromWire(m.Flags & wireOpenMask)
 		if err := c.takeOpen(); err != nil {
 			return nil, err
 		}
@@ -90,12 +84,12 @@ func (c *conn) lcreate(ctx context.Context, m *Tlcreate) (Message, error) {
 		if err := vfs.CheckName("create", m.Name); err != nil {
 			return nil, err
 		}
-		flags := int(m.Flags)&(openFlagMask|os.O_EXCL) | os.O_CREATE
+		flags := c.host().openFromWire(m.Flags&(wireOpenMask|wO_EXCL) | wO_CREAT)
 		dir := f.at.Load()
 		if err := c.takeOpen(); err != nil {
 			return nil, err
 		}
-		n, h, err := dir.node.Create(callerCtx(ctx, f, m.Gid), m.Name, flags, m.Mode&0o7777)
+		n, h, err := dir.node.Create(callerCtx(ctx, f, m.Gid), m.Name, flags, c.host().modeFromWire(m.Mode&wS_PERM))
 		if err != nil {
 			c.dropOpen()
 			return nil, err
@@ -271,7 +265,7 @@ func (c *conn) listDir(ctx context.Context, m *Treaddir, size func(name string) 
 				return listed{buf, true}, nil
 			}
 			var full bool
-			if buf, off, full, err = f.packDir(ctx, buf, limit, off, entries, size, add); err != nil || full {
+			if buf, off, full, err = f.packDir(ctx, c.host(), buf, limit, off, entries, size, add); err != nil || full {
 				return listed{buf, false}, err
 			}
 		}
@@ -283,7 +277,7 @@ func (c *conn) listDir(ctx context.Context, m *Treaddir, size func(name string) 
 // packDir adds entries, read at off, to buf as far as limit allows and
 // returns the offset after the last one added. Those that do not fit are
 // kept for the next step (full).
-func (f *fid) packDir(ctx context.Context, buf []byte, limit int, off uint64, entries []vfs.DirEntry,
+func (f *fid) packDir(ctx context.Context, host *hostNumbers, buf []byte, limit int, off uint64, entries []vfs.DirEntry,
 	size func(name string) int, add func(f *fid, buf []byte, d Dirent, e vfs.DirEntry) []byte) ([]byte, uint64, bool, error) {
 	for i, e := range entries {
 		if len(buf)+size(e.Name) > limit {
@@ -298,7 +292,7 @@ func (f *fid) packDir(ctx context.Context, buf []byte, limit int, off uint64, en
 		}
 		buf = add(f, buf, Dirent{
 			QID: QID{Type: direntQIDType(e.Type), Path: e.Ino}, Offset: e.Next,
-			Type: uint8(e.Type >> 12), Name: e.Name,
+			Type: host.direntTypeToWire(e.Type), Name: e.Name,
 		}, e)
 		off = e.Next
 	}
@@ -345,7 +339,7 @@ func (c *conn) clunk(ctx context.Context, m *Tclunk) (Message, error) {
 		return nil, err
 	}
 	mayBlock(ctx, f.node()) // the release may call the node's Forget
-	err = f.commitXattr(ctx)
+	err = f.commitXattr(ctx, c.host())
 	c.putFid(f)
 	if err != nil {
 		return nil, err

@@ -25,7 +25,7 @@ func (c *conn) inDir(ctx context.Context, dfid uint32, op, name string, gid uint
 
 func (c *conn) mkdir(ctx context.Context, m *Tmkdir) (Message, error) {
 	q, err := c.inDir(ctx, m.Dfid, "mkdir", m.Name, m.Gid, func(ctx context.Context, d vfs.Node) (vfs.Node, error) {
-		return d.Mkdir(ctx, m.Name, m.Mode&0o7777)
+		return d.Mkdir(ctx, m.Name, c.host().modeFromWire(m.Mode&wS_PERM))
 	})
 	return &Rmkdir{rqid{q}}, err
 }
@@ -39,15 +39,9 @@ func (c *conn) symlink(ctx context.Context, m *Tsymlink) (Message, error) {
 
 func (c *conn) mknod(ctx context.Context, m *Tmknod) (Message, error) {
 	q, err := c.inDir(ctx, m.Dfid, "mknod", m.Name, m.Gid, func(ctx context.Context, d vfs.Node) (vfs.Node, error) {
-		return vfs.Mknod(ctx, d, m.Name, m.Mode, makedev(m.Major, m.Minor))
+		return vfs.Mknod(ctx, d, m.Name, c.host().modeFromWire(m.Mode), c.host().devJoin(m.Major, m.Minor))
 	})
 	return &Rmknod{rqid{q}}, err
-}
-
-// makedev encodes a device number as Linux's stat reports it.
-func makedev(major, minor uint32) uint64 {
-	ma, mi := uint64(major), uint64(minor)
-	return (ma&0xfffff000)<<32 | (ma&0xfff)<<8 | (mi&0xffffff00)<<12 | mi&0xff
 }
 
 func (c *conn) link(ctx context.Context, m *Tlink) (Message, error) {

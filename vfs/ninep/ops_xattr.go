@@ -11,9 +11,6 @@ import (
 // xattrMax is the largest extended attribute value Linux allows.
 const xattrMax = 64 << 10
 
-// xattrReplace is setxattr(2)'s XATTR_REPLACE.
-const xattrReplace = 2
-
 // xattrwalk makes newfid a read-only view of one attribute's value, or of
 // the list of names when name is empty.
 func (c *conn) xattrwalk(ctx context.Context, m *Txattrwalk) (Message, error) {
@@ -74,7 +71,7 @@ func (c *conn) xattrcreate(ctx context.Context, m *Txattrcreate) (Message, error
 		if f.handle != nil || f.xattr != nil {
 			return nil, vfs.Error("setxattr", m.Name, syscall.EBADF)
 		}
-		f.xattr = &xattrState{name: m.Name, size: m.Size, flags: int(m.Flags), writing: true,
+		f.xattr = &xattrState{name: m.Name, size: m.Size, flags: m.Flags, writing: true,
 			value: make([]byte, 0, m.Size)}
 		return &Rxattrcreate{}, nil
 	})
@@ -106,8 +103,9 @@ func (f *fid) xattrAppend(off uint64, p []byte) (bool, error) {
 	return true, nil
 }
 
-// commitXattr sets (or removes) the attribute a Txattrcreate fid wrote.
-func (f *fid) commitXattr(ctx context.Context) error {
+// commitXattr sets (or removes) the attribute a Txattrcreate fid wrote,
+// with its flags as host numbers them.
+func (f *fid) commitXattr(ctx context.Context, host *hostNumbers) error {
 	f.mu.Lock()
 	x := f.xattr
 	f.mu.Unlock()
@@ -115,11 +113,11 @@ func (f *fid) commitXattr(ctx context.Context) error {
 		return nil
 	}
 	xn := f.node().(vfs.Xattrer) // checked at Txattrcreate
-	if x.size == 0 && x.flags&xattrReplace != 0 {
+	if x.size == 0 && x.flags&wXATTR_REPLACE != 0 {
 		return xn.RemoveXattr(ctx, x.name)
 	}
 	if uint64(len(x.value)) != x.size {
 		return vfs.Error("setxattr", x.name, syscall.EINVAL)
 	}
-	return xn.SetXattr(ctx, x.name, x.value, x.flags)
+	return xn.SetXattr(ctx, x.name, x.value, host.xattrFromWire(x.flags))
 }

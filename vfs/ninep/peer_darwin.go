@@ -10,6 +10,3 @@ func peerUid(fd int) (uint32, error) {
 	}
 	return cred.Uid, nil
 }
-
-// oNoatime: macOS has no O_NOATIME.
-const oNoatime = 0

@@ -10,6 +10,3 @@ func peerUid(fd int) (uint32, error) {
 	}
 	return cred.Uid, nil
 }
-
-// oNoatime is open(2)'s O_NOATIME, which a client may pass on.
-const oNoatime = syscall.O_NOATIME

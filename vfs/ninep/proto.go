@@ -159,21 +159,21 @@ const (
 
 // Tlock and Tgetlock types, Tlock flags and Rlock status.
 const (
-	LockRead   = 0
-	LockWrite  = 1
-	LockUnlock = 2
+	LockRead   wireLockType = 0
+	LockWrite  wireLockType = 1
+	LockUnlock wireLockType = 2
 
-	LockFlagBlock   = 1
-	LockFlagReclaim = 2
+	LockFlagBlock   wireLockFlags = 1
+	LockFlagReclaim wireLockFlags = 2
 
-	LockSuccess = 0
-	LockBlocked = 1
-	LockError   = 2
-	LockGrace   = 3
+	LockSuccess wireLockStatus = 0
+	LockBlocked wireLockStatus = 1
+	LockError   wireLockStatus = 2
+	LockGrace   wireLockStatus = 3
 )
 
 // AtRemoveDir is Tunlinkat's flag for rmdir.
-const AtRemoveDir = 0x200
+const AtRemoveDir wireUnlinkFlags = 0x200
 
 // QID is the server's identity of a file: type, version and a path that
 // stays unique and stable for as long as the file exists.
@@ -238,11 +238,11 @@ func (empty) encode(*encoder) {}
 func (empty) decode(*decoder) {}
 
 // Rlerror carries a Linux errno.
-type Rlerror struct{ Ecode uint32 }
+type Rlerror struct{ Ecode wireErrno }
 
 func (*Rlerror) msgType() uint8      { return msgRlerror }
-func (m *Rlerror) encode(e *encoder) { e.u32(m.Ecode) }
-func (m *Rlerror) decode(d *decoder) { m.Ecode = d.u32() }
+func (m *Rlerror) encode(e *encoder) { e.u32(uint32(m.Ecode)) }
+func (m *Rlerror) decode(d *decoder) { m.Ecode = wireErrno(d.u32()) }
 
 // Rerror is the legacy string error; gsvfs only decodes it from peers.
 type Rerror struct{ Ename string }
@@ -279,11 +279,14 @@ func (m *Rstatfs) decode(d *decoder) {
 	m.Namelen = d.u32()
 }
 
-type Tlopen struct{ Fid, Flags uint32 }
+type Tlopen struct {
+	Fid   uint32
+	Flags wireOpenFlags
+}
 
 func (*Tlopen) msgType() uint8      { return msgTlopen }
-func (m *Tlopen) encode(e *encoder) { e.u32(m.Fid); e.u32(m.Flags) }
-func (m *Tlopen) decode(d *decoder) { m.Fid, m.Flags = d.u32(), d.u32() }
+func (m *Tlopen) encode(e *encoder) { e.u32(m.Fid); e.u32(uint32(m.Flags)) }
+func (m *Tlopen) decode(d *decoder) { m.Fid, m.Flags = d.u32(), wireOpenFlags(d.u32()) }
 
 type Rlopen struct {
 	QID    QID
@@ -295,22 +298,24 @@ func (m *Rlopen) encode(e *encoder) { e.qid(m.QID); e.u32(m.Iounit) }
 func (m *Rlopen) decode(d *decoder) { m.QID, m.Iounit = d.qid(), d.u32() }
 
 type Tlcreate struct {
-	Fid              uint32
-	Name             string
-	Flags, Mode, Gid uint32
+	Fid   uint32
+	Name  string
+	Flags wireOpenFlags
+	Mode  wireMode
+	Gid   uint32
 }
 
 func (*Tlcreate) msgType() uint8 { return msgTlcreate }
 func (m *Tlcreate) encode(e *encoder) {
 	e.u32(m.Fid)
 	e.str(m.Name)
-	e.u32(m.Flags)
-	e.u32(m.Mode)
+	e.u32(uint32(m.Flags))
+	e.u32(uint32(m.Mode))
 	e.u32(m.Gid)
 }
 func (m *Tlcreate) decode(d *decoder) {
 	m.Fid, m.Name = d.u32(), d.str()
-	m.Flags, m.Mode, m.Gid = d.u32(), d.u32(), d.u32()
+	m.Flags, m.Mode, m.Gid = wireOpenFlags(d.u32()), wireMode(d.u32()), d.u32()
 }
 
 type Rlcreate struct{ Rlopen }
@@ -345,23 +350,24 @@ type Rsymlink struct{ rqid }
 func (*Rsymlink) msgType() uint8 { return msgRsymlink }
 
 type Tmknod struct {
-	Dfid                    uint32
-	Name                    string
-	Mode, Major, Minor, Gid uint32
+	Dfid              uint32
+	Name              string
+	Mode              wireMode
+	Major, Minor, Gid uint32
 }
 
 func (*Tmknod) msgType() uint8 { return msgTmknod }
 func (m *Tmknod) encode(e *encoder) {
 	e.u32(m.Dfid)
 	e.str(m.Name)
-	e.u32(m.Mode)
+	e.u32(uint32(m.Mode))
 	e.u32(m.Major)
 	e.u32(m.Minor)
 	e.u32(m.Gid)
 }
 func (m *Tmknod) decode(d *decoder) {
 	m.Dfid, m.Name = d.u32(), d.str()
-	m.Mode, m.Major, m.Minor, m.Gid = d.u32(), d.u32(), d.u32(), d.u32()
+	m.Mode, m.Major, m.Minor, m.Gid = wireMode(d.u32()), d.u32(), d.u32(), d.u32()
 }
 
 type Rmknod struct{ rqid }
@@ -410,8 +416,11 @@ func (m *Tgetattr) decode(d *decoder) { m.Fid, m.Mask = d.u32(), d.u64() }
 type Rgetattr struct {
 	Valid                                    uint64
 	QID                                      QID
-	Mode, Uid, Gid                           uint32
-	Nlink, Rdev, Size, Blksize, Blocks       uint64
+	Mode                                     wireMode
+	Uid, Gid                                 uint32
+	Nlink                                    uint64
+	Rdev                                     wireDev
+	Size, Blksize, Blocks                    uint64
 	AtimeSec, AtimeNsec, MtimeSec, MtimeNsec uint64
 	CtimeSec, CtimeNsec, BtimeSec, BtimeNsec uint64
 	Gen, DataVersion                         uint64
@@ -421,10 +430,10 @@ func (*Rgetattr) msgType() uint8 { return msgRgetattr }
 func (m *Rgetattr) encode(e *encoder) {
 	e.u64(m.Valid)
 	e.qid(m.QID)
-	e.u32(m.Mode)
+	e.u32(uint32(m.Mode))
 	e.u32(m.Uid)
 	e.u32(m.Gid)
-	for _, v := range [...]uint64{m.Nlink, m.Rdev, m.Size, m.Blksize, m.Blocks,
+	for _, v := range [...]uint64{m.Nlink, uint64(m.Rdev), m.Size, m.Blksize, m.Blocks,
 		m.AtimeSec, m.AtimeNsec, m.MtimeSec, m.MtimeNsec, m.CtimeSec, m.CtimeNsec,
 		m.BtimeSec, m.BtimeNsec, m.Gen, m.DataVersion} {
 		e.u64(v)
@@ -432,8 +441,9 @@ func (m *Rgetattr) encode(e *encoder) {
 }
 func (m *Rgetattr) decode(d *decoder) {
 	m.Valid, m.QID = d.u64(), d.qid()
-	m.Mode, m.Uid, m.Gid = d.u32(), d.u32(), d.u32()
-	for _, p := range [...]*uint64{&m.Nlink, &m.Rdev, &m.Size, &m.Blksize, &m.Blocks,
+	m.Mode, m.Uid, m.Gid = wireMode(d.u32()), d.u32(), d.u32()
+	m.Nlink, m.Rdev = d.u64(), wireDev(d.u64())
+	for _, p := range [...]*uint64{&m.Size, &m.Blksize, &m.Blocks,
 		&m.AtimeSec, &m.AtimeNsec, &m.MtimeSec, &m.MtimeNsec, &m.CtimeSec, &m.CtimeNsec,
 		&m.BtimeSec, &m.BtimeNsec, &m.Gen, &m.DataVersion} {
 		*p = d.u64()
@@ -441,14 +451,16 @@ func (m *Rgetattr) decode(d *decoder) {
 }
 
 type Tsetattr struct {
-	Fid, Valid, Mode, Uid, Gid               uint32
+	Fid, Valid                               uint32
+	Mode                                     wireMode
+	Uid, Gid                                 uint32
 	Size                                     uint64
 	AtimeSec, AtimeNsec, MtimeSec, MtimeNsec uint64
 }
 
 func (*Tsetattr) msgType() uint8 { return msgTsetattr }
 func (m *Tsetattr) encode(e *encoder) {
-	for _, v := range [...]uint32{m.Fid, m.Valid, m.Mode, m.Uid, m.Gid} {
+	for _, v := range [...]uint32{m.Fid, m.Valid, uint32(m.Mode), m.Uid, m.Gid} {
 		e.u32(v)
 	}
 	for _, v := range [...]uint64{m.Size, m.AtimeSec, m.AtimeNsec, m.MtimeSec, m.MtimeNsec} {
@@ -456,7 +468,7 @@ func (m *Tsetattr) encode(e *encoder) {
 	}
 }
 func (m *Tsetattr) decode(d *decoder) {
-	m.Fid, m.Valid, m.Mode, m.Uid, m.Gid = d.u32(), d.u32(), d.u32(), d.u32(), d.u32()
+	m.Fid, m.Valid, m.Mode, m.Uid, m.Gid = d.u32(), d.u32(), wireMode(d.u32()), d.u32(), d.u32()
 	m.Size, m.AtimeSec, m.AtimeNsec, m.MtimeSec, m.MtimeNsec = d.u64(), d.u64(), d.u64(), d.u64(), d.u64()
 }
 
@@ -487,7 +499,7 @@ type Txattrcreate struct {
 	Fid   uint32
 	Name  string
 	Size  uint64
-	Flags uint32
+	Flags wireXattrFlags
 }
 
 func (*Txattrcreate) msgType() uint8 { return msgTxattrcreate }
@@ -495,10 +507,10 @@ func (m *Txattrcreate) encode(e *encoder) {
 	e.u32(m.Fid)
 	e.str(m.Name)
 	e.u64(m.Size)
-	e.u32(m.Flags)
+	e.u32(uint32(m.Flags))
 }
 func (m *Txattrcreate) decode(d *decoder) {
-	m.Fid, m.Name, m.Size, m.Flags = d.u32(), d.str(), d.u64(), d.u32()
+	m.Fid, m.Name, m.Size, m.Flags = d.u32(), d.str(), d.u64(), wireXattrFlags(d.u32())
 }
 
 type Rxattrcreate struct{ empty }
@@ -548,8 +560,8 @@ func (*Rfsync) msgType() uint8 { return msgRfsync }
 // Tlock sets or releases a POSIX byte-range lock; Length 0 means to EOF.
 type Tlock struct {
 	Fid           uint32
-	Type          uint8
-	Flags         uint32
+	Type          wireLockType
+	Flags         wireLockFlags
 	Start, Length uint64
 	ProcID        uint32
 	ClientID      string
@@ -558,41 +570,41 @@ type Tlock struct {
 func (*Tlock) msgType() uint8 { return msgTlock }
 func (m *Tlock) encode(e *encoder) {
 	e.u32(m.Fid)
-	e.u8(m.Type)
-	e.u32(m.Flags)
+	e.u8(uint8(m.Type))
+	e.u32(uint32(m.Flags))
 	e.u64(m.Start)
 	e.u64(m.Length)
 	e.u32(m.ProcID)
 	e.str(m.ClientID)
 }
 func (m *Tlock) decode(d *decoder) {
-	m.Fid, m.Type, m.Flags = d.u32(), d.u8(), d.u32()
+	m.Fid, m.Type, m.Flags = d.u32(), wireLockType(d.u8()), wireLockFlags(d.u32())
 	m.Start, m.Length, m.ProcID, m.ClientID = d.u64(), d.u64(), d.u32(), d.str()
 }
 
-type Rlock struct{ Status uint8 }
+type Rlock struct{ Status wireLockStatus }
 
 func (*Rlock) msgType() uint8      { return msgRlock }
-func (m *Rlock) encode(e *encoder) { e.u8(m.Status) }
-func (m *Rlock) decode(d *decoder) { m.Status = d.u8() }
+func (m *Rlock) encode(e *encoder) { e.u8(uint8(m.Status)) }
+func (m *Rlock) decode(d *decoder) { m.Status = wireLockStatus(d.u8()) }
 
 // lockDesc is the body shared by Tgetlock (after the fid) and Rgetlock.
 type lockDesc struct {
-	Type          uint8
+	Type          wireLockType
 	Start, Length uint64
 	ProcID        uint32
 	ClientID      string
 }
 
 func (m *lockDesc) encode(e *encoder) {
-	e.u8(m.Type)
+	e.u8(uint8(m.Type))
 	e.u64(m.Start)
 	e.u64(m.Length)
 	e.u32(m.ProcID)
 	e.str(m.ClientID)
 }
 func (m *lockDesc) decode(d *decoder) {
-	m.Type, m.Start, m.Length, m.ProcID, m.ClientID = d.u8(), d.u64(), d.u64(), d.u32(), d.str()
+	m.Type, m.Start, m.Length, m.ProcID, m.ClientID = wireLockType(d.u8()), d.u64(), d.u64(), d.u32(), d.str()
 }
 
 type Tgetlock struct {
@@ -626,20 +638,21 @@ type Rlink struct{ empty }
 func (*Rlink) msgType() uint8 { return msgRlink }
 
 type Tmkdir struct {
-	Dfid      uint32
-	Name      string
-	Mode, Gid uint32
+	Dfid uint32
+	Name string
+	Mode wireMode
+	Gid  uint32
 }
 
 func (*Tmkdir) msgType() uint8 { return msgTmkdir }
 func (m *Tmkdir) encode(e *encoder) {
 	e.u32(m.Dfid)
 	e.str(m.Name)
-	e.u32(m.Mode)
+	e.u32(uint32(m.Mode))
 	e.u32(m.Gid)
 }
 func (m *Tmkdir) decode(d *decoder) {
-	m.Dfid, m.Name, m.Mode, m.Gid = d.u32(), d.str(), d.u32(), d.u32()
+	m.Dfid, m.Name, m.Mode, m.Gid = d.u32(), d.str(), wireMode(d.u32()), d.u32()
 }
 
 type Rmkdir struct{ rqid }
@@ -671,16 +684,18 @@ func (*Rrenameat) msgType() uint8 { return msgRrenameat }
 type Tunlinkat struct {
 	Dfid  uint32
 	Name  string
-	Flags uint32
+	Flags wireUnlinkFlags
 }
 
 func (*Tunlinkat) msgType() uint8 { return msgTunlinkat }
 func (m *Tunlinkat) encode(e *encoder) {
 	e.u32(m.Dfid)
 	e.str(m.Name)
-	e.u32(m.Flags)
+	e.u32(uint32(m.Flags))
 }
-func (m *Tunlinkat) decode(d *decoder) { m.Dfid, m.Name, m.Flags = d.u32(), d.str(), d.u32() }
+func (m *Tunlinkat) decode(d *decoder) {
+	m.Dfid, m.Name, m.Flags = d.u32(), d.str(), wireUnlinkFlags(d.u32())
+}
 
 type Runlinkat struct{ empty }
 
@@ -833,7 +848,7 @@ func (*Rremove) msgType() uint8 { return msgRremove }
 type Dirent struct {
 	QID    QID
 	Offset uint64
-	Type   uint8 // DT_* as in getdents(2)
+	Type   wireDirentType // DT_* as in getdents(2)
 	Name   string
 }
 
@@ -845,7 +860,7 @@ func AppendDirent(b []byte, d Dirent) []byte {
 	e := encoder{b: b}
 	e.qid(d.QID)
 	e.u64(d.Offset)
-	e.u8(d.Type)
+	e.u8(uint8(d.Type))
 	e.str(d.Name)
 	return e.b
 }
@@ -862,7 +877,7 @@ func ParseDirents(b []byte) ([]Dirent, error) {
 
 // decodeDirent reads one packed directory entry.
 func decodeDirent(d *decoder) Dirent {
-	return Dirent{QID: d.qid(), Offset: d.u64(), Type: d.u8(), Name: d.str()}
+	return Dirent{QID: d.qid(), Offset: d.u64(), Type: wireDirentType(d.u8()), Name: d.str()}
 }
 
 // encodeList writes a count[2] and then each item.

@@ -103,19 +103,19 @@ func (*Rclunkmany) msgType() uint8 { return msgRclunkmany }
 type Twalkopen struct {
 	NodeFid uint32
 	Twalk
-	Flags uint32
+	Flags wireOpenFlags
 }
 
 func (*Twalkopen) msgType() uint8 { return msgTwalkopen }
 func (m *Twalkopen) encode(e *encoder) {
 	e.u32(m.NodeFid)
 	m.Twalk.encode(e)
-	e.u32(m.Flags)
+	e.u32(uint32(m.Flags))
 }
 func (m *Twalkopen) decode(d *decoder) {
 	m.NodeFid = d.u32()
 	m.Twalk.decode(d)
-	m.Flags = d.u32()
+	m.Flags = wireOpenFlags(d.u32())
 }
 
 // Rwalkopen is the open's Rlopen.

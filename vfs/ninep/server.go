@@ -52,12 +52,15 @@ type ServerOptions struct {
 	// 9P mount's f_fsid): one for the whole tree, as a mount is one
 	// filesystem to the programs that compare it. 0 reports none.
 	Fsid uint64
+
+	host *hostNumbers // the numbers the backend speaks (this OS's if nil)
 }
 
 // Server exports a vfs tree over 9P2000.L.
 type Server struct {
 	root vfs.Node
 	opts ServerOptions
+	host *hostNumbers // this OS's numbers (a test may give another's)
 	log  *slog.Logger
 	warn *bounds.RateLog // what clients can make happen again and again
 	mem  memory
@@ -89,7 +92,7 @@ func (s *Server) count(resp Message) {
 	s.requests.Add(1)
 	switch r := resp.(type) {
 	case *Rlerror:
-		if syscall.Errno(r.Ecode) != syscall.ENOENT {
+		if r.Ecode != wENOENT {
 			s.errors.Add(1)
 		}
 	case *readReply:
@@ -114,7 +117,7 @@ func NewServer(root vfs.Node, opts ServerOptions) *Server {
 		log = slog.Default()
 	}
 	return &Server{
-		root: root, opts: opts, log: log, warn: bounds.NewRateLog(log, 10*time.Second),
+		root: root, opts: opts, host: cmp.Or(opts.host, host), log: log, warn: bounds.NewRateLog(log, 10*time.Second),
 		mem:       newMemory(opts.Memory),
 		listeners: map[net.Listener]struct{}{},
 		conns:     map[*conn]struct{}{},
@@ -423,11 +426,11 @@ func (c *conn) refuse(tag uint16, err error) bool {
 	if busy {
 		return false
 	}
-	ecode := syscall.EINVAL
+	ecode := wEINVAL
 	if errors.Is(err, errUnknownType) {
-		ecode = syscall.EOPNOTSUPP
+		ecode = wEOPNOTSUPP
 	}
-	c.reply(tag, &Rlerror{Ecode: uint32(ecode)}, nil)
+	c.reply(tag, &Rlerror{Ecode: ecode}, nil)
 	return true
 }
 
@@ -569,7 +572,7 @@ func (c *conn) handle(ctx context.Context, m Message) (resp Message) {
 	defer func() {
 		if p := recover(); p != nil {
 			c.srv.log.Error("9p request panicked", "type", m.msgType(), "panic", p)
-			resp = errorReply(vfs.Error("9p", "", syscall.EIO))
+			resp = c.errorReply(vfs.Error("9p", "", syscall.EIO))
 		}
 		c.srv.count(resp)
 	}()
@@ -619,9 +622,13 @@ func (c *conn) finish() {
 	c.watch.end()
 }
 
-func errorReply(err error) *Rlerror {
-	return &Rlerror{Ecode: uint32(vfs.Errno(err))}
+// errorReply is err as Rlerror carries it: in Linux's numbers.
+func (c *conn) errorReply(err error) *Rlerror {
+	return &Rlerror{Ecode: c.host().errnoToWire(vfs.Errno(err))}
 }
+
+// host is the numbers the connection's backend speaks.
+func (c *conn) host() *hostNumbers { return c.srv.host }
 
 // connCount is how many connections are being served.
 func (s *Server) connCount() int {

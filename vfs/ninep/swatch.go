@@ -108,7 +108,11 @@ func (c *conn) twatch(ctx context.Context, m *Twatch) (Message, error) {
 	if limit < changeMinSize+rgetattrSize+maxNameLen {
 		return nil, vfs.Error("watch", "", syscall.EINVAL)
 	}
-	return c.watch.next(ctx, limit)
+	cs, err := c.watch.next(ctx, limit)
+	if err != nil {
+		return nil, err
+	}
+	return c.host().rwatch(cs), nil
 }
 
 // start subscribes to w unless the connection already is; it says
@@ -141,10 +145,10 @@ func (w *connWatch) add(cs []vfs.Change) {
 }
 
 // next waits for changes and takes as many as fit in limit bytes.
-func (w *connWatch) next(ctx context.Context, limit int) (Message, error) {
+func (w *connWatch) next(ctx context.Context, limit int) ([]vfs.Change, error) {
 	for {
-		if r := w.take(limit); r != nil {
-			return r, nil
+		if cs := w.take(limit); cs != nil {
+			return cs, nil
 		}
 		w.mu.Lock()
 		ready := w.ready
@@ -158,12 +162,12 @@ func (w *connWatch) next(ctx context.Context, limit int) (Message, error) {
 }
 
 // take removes the batch to send, nil if there is none.
-func (w *connWatch) take(limit int) *Rwatch {
+func (w *connWatch) take(limit int) []vfs.Change {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.lost {
 		w.lost = false
-		return &Rwatch{Changes: []vfs.Change{{Lost: true}}}
+		return []vfs.Change{{Lost: true}}
 	}
 	n, size := 0, 0
 	for ; n < len(w.backlog) && n < 0xffff; n++ {
@@ -174,13 +178,13 @@ func (w *connWatch) take(limit int) *Rwatch {
 	switch {
 	case n == 0 && len(w.backlog) > 0: // a change too large to ever send
 		w.backlog = nil
-		return &Rwatch{Changes: []vfs.Change{{Lost: true}}}
+		return []vfs.Change{{Lost: true}}
 	case n == 0:
 		return nil
 	}
-	r := &Rwatch{Changes: append([]vfs.Change(nil), w.backlog[:n]...)}
+	cs := append([]vfs.Change(nil), w.backlog[:n]...)
 	w.backlog = append(w.backlog[:0], w.backlog[n:]...)
-	return r
+	return cs
 }
 
 // end unsubscribes and forgets the backlog.

@@ -49,40 +49,70 @@ func (m *Twatch) decode(d *decoder) { m.Fid, m.Count = d.u32(), d.u32() }
 
 // Rwatch carries a batch of changes.
 type Rwatch struct {
-	Changes []vfs.Change
+	Changes []wireChange
+}
+
+// wireChange is one change of an Rwatch: a vfs.Change as the wire has it
+// (see hostNumbers.changeToWire).
+type wireChange struct {
+	Flags uint8 // watchLost, watchData, watchAttr
+	Dir   uint64
+	Name  string
+	Attr  Rgetattr // only if Flags&watchAttr
 }
 
 func (*Rwatch) msgType() uint8 { return msgRwatch }
 func (m *Rwatch) encode(e *encoder) {
 	e.u16(uint16(len(m.Changes)))
 	for _, c := range m.Changes {
-		e.u8(changeFlags(c))
+		e.u8(c.Flags)
 		e.u64(c.Dir)
 		e.str(c.Name)
-		if c.Attr.Ino != 0 {
-			extAttrToWire(c.Attr).encode(e)
+		if c.Flags&watchAttr != 0 {
+			c.Attr.encode(e)
 		}
 	}
 }
 func (m *Rwatch) decode(d *decoder) {
 	n := int(d.u16())
-	m.Changes = make([]vfs.Change, 0, min(n, len(d.b)/changeMinSize))
+	m.Changes = make([]wireChange, 0, min(n, len(d.b)/changeMinSize))
 	for i := 0; i < n && d.err == nil; i++ {
-		flags := d.u8()
-		c := vfs.Change{Dir: d.u64(), Name: d.str(), Lost: flags&watchLost != 0, Data: flags&watchData != 0}
-		if flags&watchAttr != 0 {
-			var r Rgetattr
-			r.decode(d)
-			c.Attr = attrFromWire(&r)
+		c := wireChange{Flags: d.u8(), Dir: d.u64(), Name: d.str()}
+		if c.Flags&watchAttr != 0 {
+			c.Attr.decode(d)
 		}
 		m.Changes = append(m.Changes, c)
 	}
 }
 
+// rwatch is the reply that carries cs.
+func (h *hostNumbers) rwatch(cs []vfs.Change) *Rwatch {
+	r := &Rwatch{Changes: make([]wireChange, len(cs))}
+	for i, c := range cs {
+		r.Changes[i] = wireChange{Flags: changeFlags(c), Dir: c.Dir, Name: c.Name}
+		if c.Attr.Ino != 0 {
+			r.Changes[i].Attr = *h.extAttrToWire(c.Attr)
+		}
+	}
+	return r
+}
+
+// changes is what r says changed, as vfs says it.
+func (h *hostNumbers) changes(r *Rwatch) []vfs.Change {
+	cs := make([]vfs.Change, len(r.Changes))
+	for i, w := range r.Changes {
+		cs[i] = vfs.Change{Dir: w.Dir, Name: w.Name, Lost: w.Flags&watchLost != 0, Data: w.Flags&watchData != 0}
+		if w.Flags&watchAttr != 0 {
+			cs[i].Attr = h.attrFromWire(&w.Attr)
+		}
+	}
+	return cs
+}
+
 // extAttrToWire is attrToWire for a peer that negotiated VersionExt:
 // it says whether the file is watched.
-func extAttrToWire(a vfs.Attr) *Rgetattr {
-	r := attrToWire(a)
+func (h *hostNumbers) extAttrToWire(a vfs.Attr) *Rgetattr {
+	r := h.attrToWire(a)
 	if a.Watched {
 		r.Valid |= AttrGsvfsWatched
 	}
