@@ -31,6 +31,28 @@ import (
 // everything; the cache dies with its connection, so a reconnect starts
 // empty. It is bounded by ClientOptions.CacheSize, dropping the least
 // recently used entries.
+//
+// Invariants, each checked by the tests named:
+//  1. An entry of a watched file, fetched while the notices flow and
+//     with none applied during the fetch, is kept until a notice or this
+//     client's own change drops it; anything else for CacheTTL at most
+//     (TestCacheKeepsWhatNoticesVouchFor, TestNoticesKeepCacheTrue,
+//     TestCacheTTLWithPlainPeer).
+//  2. A reply fetched before a change dropped its file is not held
+//     (TestCacheRefusesRepliesOlderThanDrop, TestStatOfRemovedOpenFile).
+//  3. A notice drops what it makes stale and no more: attributes as
+//     held stay (the echo of this client's own change), others go, a
+//     name's change drops its directory's listing and the name's miss,
+//     a loss drops everything (TestCacheApplyDropsWhatChanged,
+//     TestOwnChangesKeepWhatIsHeld, TestOutsideChangesStillDrop).
+//  4. Every change to a file's content that the client knows of moves
+//     the file's count of content changes, which its read-ahead windows
+//     check (cread.go): its own writes and setattrs once answered, a
+//     notice of new content whatever its attributes say, a notice of
+//     other attributes, a loss, the notices turning on or off
+//     (TestCacheCountsContentChanges).
+//  5. The entries cost at most the cache's size, one listing at most an
+//     eighth of it (TestCacheBounded, TestNoticeFloodBounded).
 
 // CacheTTL is how long the client trusts what the server said without
 // change notices.

@@ -24,6 +24,24 @@ import (
 // window holds for a reader that has stopped. Only files whose content
 // the server says is stored (a non-zero QID version) are read ahead: a
 // generated file's read may block or have effects.
+//
+// Invariants, each checked by the tests named:
+//  1. A read returns what the server has after every change to the file
+//     that the client knows of: its own writes and truncates, through
+//     any handle or node (TestOwnChangesReachWindows), and a change on
+//     the server's disk once its notice came
+//     (TestDiskOverwritesReachHeldHandle, TestDiskSizeChangesReachHeldHandle,
+//     TestDiskTruncateMidPageEndsRead). A chunk sent before the file's
+//     count of content changes moved (ccache.go) is read anew.
+//  2. A read that reaches the end of the file drops the window: the next
+//     read asks the server, so a file that grew shows (TestWindowEndAskedAgain).
+//  3. A chunk of a file the server does not watch is served for CacheTTL
+//     at most (TestUnwatchedWindowExpires).
+//  4. A file read in sequence has several reads in flight, and its
+//     window's memory is given back at close
+//     (TestSequentialReadKeepsReadsInFlight); all windows together hold
+//     at most half of the reply memory (TestWindowsTakeHalfTheMemory).
+//  5. A generated file is never read ahead (TestGeneratedFileNotReadAhead).
 
 const (
 	raChunk  = 256 << 10 // bytes one read-ahead Tread asks for
