@@ -39,7 +39,8 @@ func hear(t *testing.T, root vfs.Node) *heard {
 }
 
 // of waits for a notice of the file at hostPath as the disk has it now
-// (its size and mtime).
+// (its size and mtime), and forgets the notices heard so far: the next
+// wait is for a notice of the next change.
 func (h *heard) of(t *testing.T, hostPath string) {
 	t.Helper()
 	st, err := os.Stat(hostPath)
@@ -51,6 +52,7 @@ func (h *heard) of(t *testing.T, hostPath string) {
 		defer h.mu.Unlock()
 		for _, c := range h.cs {
 			if c.Attr.Size == st.Size() && c.Attr.Mtime.Equal(st.ModTime()) {
+				h.cs = nil
 				return true
 			}
 		}
