@@ -27,6 +27,7 @@ type heard struct {
 	cs []vfs.Change
 }
 
+// hear listens to the changes root hands on until the test ends.
 func hear(t *testing.T, root vfs.Node) *heard {
 	h := &heard{}
 	stop := root.(vfs.Watcher).Watch(func(cs []vfs.Change) {
