@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"maps"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -30,6 +31,28 @@ import (
 // everything; the cache dies with its connection, so a reconnect starts
 // empty. It is bounded by ClientOptions.CacheSize, dropping the least
 // recently used entries.
+//
+// Invariants, each checked by the tests named:
+//  1. An entry of a watched file, fetched while the notices flow and
+//     with none applied during the fetch, is kept until a notice or this
+//     client's own change drops it; anything else for CacheTTL at most
+//     (TestCacheKeepsWhatNoticesVouchFor, TestNoticesKeepCacheTrue,
+//     TestCacheTTLWithPlainPeer).
+//  2. A reply fetched before a change dropped its file is not held
+//     (TestCacheRefusesRepliesOlderThanDrop, TestStatOfRemovedOpenFile).
+//  3. A notice drops what it makes stale and no more: attributes as
+//     held stay (the echo of this client's own change), others go, a
+//     name's change drops its directory's listing and the name's miss,
+//     a loss drops everything (TestCacheApplyDropsWhatChanged,
+//     TestOwnChangesKeepWhatIsHeld, TestOutsideChangesStillDrop).
+//  4. Every change to a file's content that the client knows of moves
+//     the file's count of content changes, which its read-ahead windows
+//     check (cread.go): its own writes and setattrs once answered, a
+//     notice of new content whatever its attributes say, a notice of
+//     other attributes, a loss, the notices turning on or off
+//     (TestCacheCountsContentChanges).
+//  5. The entries cost at most the cache's size, one listing at most an
+//     eighth of it (TestCacheBounded, TestNoticeFloodBounded).
 
 // CacheTTL is how long the client trusts what the server said without
 // change notices.
@@ -91,14 +114,61 @@ type cache struct {
 	cost    int
 	lru     list.List // of *cacheEntry, most recent first
 	byKey   map[cacheKey]*list.Element
-	now     func() time.Time
+	// contents is the count of content changes of each file open with
+	// a read-ahead window, by inode number.
+	contents map[uint64]*content
+	now      func() time.Time
 }
 
 func newCache(size int) *cache {
 	if size <= 0 {
 		size = DefaultCacheSize
 	}
-	return &cache{max: size, byKey: map[cacheKey]*list.Element{}, dropped: map[uint64]uint64{}, now: time.Now}
+	return &cache{max: size, byKey: map[cacheKey]*list.Element{}, dropped: map[uint64]uint64{},
+		contents: map[uint64]*content{}, now: time.Now}
+}
+
+// content counts the changes to one file's content that the client
+// knows of (its own writes and truncates, the server's notices, a loss
+// of notices), shared by the file's open handles: a read-ahead window
+// serves what it read only while the count stays as it was when the
+// read was sent (cread.go). Read on every read, so without the lock.
+type content struct {
+	changes atomic.Uint64
+	refs    int // the handles holding it; under cache.mu
+}
+
+// openContent is ino's count, for a handle opened on it until it gives
+// it back with closeContent.
+func (c *cache) openContent(ino uint64) *content {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.contents[ino]
+	if n == nil {
+		n = &content{}
+		c.contents[ino] = n
+	}
+	n.refs++
+	return n
+}
+
+func (c *cache) closeContent(ino uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n := c.contents[ino]; n != nil {
+		if n.refs--; n.refs == 0 {
+			delete(c.contents, ino)
+		}
+	}
+}
+
+// changedContent counts a change of ino's content.
+func (c *cache) changedContent(ino uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n := c.contents[ino]; n != nil {
+		n.changes.Add(1)
+	}
 }
 
 // get returns what k holds, if it holds anything still good.
@@ -116,6 +186,20 @@ func (c *cache) get(k cacheKey) (any, bool) {
 	}
 	c.lru.MoveToFront(el)
 	return e.val, true
+}
+
+// watched says whether the server reports changes to ino (and, for a
+// directory, to its entries), as far as the cache knows.
+func (c *cache) watched(ino uint64) bool {
+	v, ok := c.get(cacheKey{cAttr, ino, ""})
+	return ok && v.(vfs.Attr).Watched
+}
+
+// clock is the cache's time.
+func (c *cache) clock() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now()
 }
 
 // since is the generation a fetch starts in, to give put.
@@ -258,15 +342,19 @@ func (c *cache) dropFile(ino uint64) {
 }
 
 // dropChanged forgets what this client's write or setattr of ino made
-// stale: as dropFile, but that the file has no extended attributes
-// stays known, as neither adds one (and the kernel asks whether a file
-// has security.capability at a write and a chown).
+// stale, its content included: as dropFile, but that the file has no
+// extended attributes stays known, as neither adds one (and the kernel
+// asks whether a file has security.capability at a write and a chown).
+// Called once the change is answered (a read sent while it was in
+// flight may have read the file before it), and for a write sent
+// behind when it is sent too.
 func (c *cache) dropChanged(ino uint64) {
 	ks := []cacheKey{{cAttr, ino, ""}, {cList, ino, ""}, {cXattr, ino, ""}}
 	if v, ok := c.get(cacheKey{cXnames, ino, ""}); ok && len(v.([]string)) > 0 {
 		ks = append(ks, cacheKey{cXnames, ino, ""})
 	}
 	c.drop(ks...)
+	c.changedContent(ino)
 }
 
 // dropEntry forgets what changes when name in dir comes, goes or
@@ -310,10 +398,13 @@ func (c *cache) walked(dir uint64, name string, ino uint64) {
 	c.putLocked(cacheKey{cEntry, dir, name}, ino, 1, true)
 }
 
-// dropAll forgets everything.
+// dropAll forgets everything, every file's content included.
 func (c *cache) dropAll() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for _, n := range c.contents {
+		n.changes.Add(1)
+	}
 	c.gen++
 	c.floor = c.gen // what was asked before may be older than what was lost
 	clear(c.dropped)
@@ -341,9 +432,11 @@ func (c *cache) notify(on bool) {
 
 // apply drops what a batch of the server's changes made stale. A change
 // that leaves a file as the cache holds it (the notice of this client's
-// own write, whose answer it already holds) drops nothing of the file,
-// and a directory's names stay held while the change agrees with them
-// (a name made is held, a name gone is not).
+// own write, whose answer it already holds) drops nothing of the file's
+// attributes, and a directory's names stay held while the change agrees
+// with them (a name made is held, a name gone is not). A change of the
+// content (Data) counts as one whatever the attributes say: two writes
+// within one tick of the disk's clock leave size and times as they were.
 func (c *cache) apply(cs []vfs.Change) {
 	c.mu.Lock()
 	c.gen++
@@ -355,8 +448,14 @@ func (c *cache) apply(cs []vfs.Change) {
 		case ch.Dir != 0:
 			c.noticeEntry(ch.Dir, ch.Name, ch.Attr)
 		}
-		if ch.Attr.Ino != 0 && !c.holdsAsIs(ch.Attr) {
-			c.dropFile(ch.Attr.Ino)
+		if a := ch.Attr; a.Ino != 0 {
+			same := c.holdsAsIs(a)
+			if !same {
+				c.dropFile(a.Ino)
+			}
+			if !same || ch.Data {
+				c.changedContent(a.Ino)
+			}
 		}
 	}
 }

@@ -53,7 +53,7 @@ func (c *Client) newHandle(fid uint32, q QID, flags int) vfs.Handle {
 		return &dirHandle{handle: h}
 	}
 	if q.Type == QTFile && q.Version != 0 { // stored content, not generated
-		h.ra = &readAhead{}
+		h.ra = &readAhead{content: c.cache.openContent(q.Path)}
 	}
 	if c.writesBehind(q, flags) {
 		return &writingHandle{handle: h}
@@ -77,7 +77,10 @@ func (h *handle) WriteAt(ctx context.Context, p []byte, off int64) (int, error) 
 
 func (h *handle) Close() error {
 	h.once.Do(func() {
-		h.dropAhead()
+		if h.ra != nil {
+			h.dropAhead()
+			h.c.cache.closeContent(h.ino)
+		}
 		if h.quietClose.Load() {
 			h.c.clunkLater(h.fid)
 		} else {

@@ -137,10 +137,7 @@ func (c *Client) putAttr(a vfs.Attr, gen uint64) {
 
 // watched says whether the server reports changes to n (and, for a
 // directory, to its entries), as far as the cache knows.
-func (n *node) watched() bool {
-	v, ok := n.c.cache.get(cacheKey{cAttr, n.qid.Path, ""})
-	return ok && v.(vfs.Attr).Watched
-}
+func (n *node) watched() bool { return n.c.cache.watched(n.qid.Path) }
 
 // getattr stats fid. A file is watched only while the server's notices
 // flow on this connection.

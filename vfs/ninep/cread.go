@@ -3,7 +3,9 @@ package ninep
 import (
 	"context"
 	"io"
+	"slices"
 	"sync"
+	"time"
 )
 
 // Read-ahead: one Tread at a time moves one message per round trip, so a
@@ -22,6 +24,24 @@ import (
 // window holds for a reader that has stopped. Only files whose content
 // the server says is stored (a non-zero QID version) are read ahead: a
 // generated file's read may block or have effects.
+//
+// Invariants, each checked by the tests named:
+//  1. A read returns what the server has after every change to the file
+//     that the client knows of: its own writes and truncates, through
+//     any handle or node (TestOwnChangesReachWindows), and a change on
+//     the server's disk once its notice came
+//     (TestDiskOverwritesReachHeldHandle, TestDiskSizeChangesReachHeldHandle,
+//     TestDiskTruncateMidPageEndsRead). A chunk sent before the file's
+//     count of content changes moved (ccache.go) is read anew.
+//  2. A read that reaches the end of the file drops the window: the next
+//     read asks the server, so a file that grew shows (TestWindowEndAskedAgain).
+//  3. A chunk of a file the server does not watch is served for CacheTTL
+//     at most (TestUnwatchedWindowExpires).
+//  4. A file read in sequence has several reads in flight, and its
+//     window's memory is given back at close
+//     (TestSequentialReadKeepsReadsInFlight); all windows together hold
+//     at most half of the reply memory (TestWindowsTakeHalfTheMemory).
+//  5. A generated file is never read ahead (TestGeneratedFileNotReadAhead).
 
 const (
 	raChunk  = 256 << 10 // bytes one read-ahead Tread asks for
@@ -32,6 +52,12 @@ const (
 // readAhead is the read-ahead window of one open file.
 type readAhead struct {
 	mu      sync.Mutex
+	content *content // the file's count of content changes (ccache.go)
+	// vouched: the server's notices keep the file's content true (it is
+	// watched), so a chunk is good until a change; else for CacheTTL.
+	// Set at each read.
+	vouched bool
+	now     time.Time  // the cache's clock at the read
 	chunks  []*raFetch // in order, each raChunk after the one before
 	lastEnd int64      // where the last read ended
 	run     int64      // bytes read in sequence so far
@@ -40,6 +66,8 @@ type readAhead struct {
 // raFetch is one chunk's Tread, in flight or done.
 type raFetch struct {
 	off    int64
+	seen   uint64    // the file's content changes when the Tread was sent
+	at     time.Time // when the reply came
 	done   chan struct{}
 	cancel context.CancelFunc // flushes the Tread of a chunk dropped in flight
 	mu     sync.Mutex
@@ -54,9 +82,13 @@ func (h *handle) readAhead(ctx context.Context, p []byte, off int64) (int, error
 	ra := h.ra
 	ra.mu.Lock()
 	defer ra.mu.Unlock()
+	ra.vouched, ra.now = h.c.cache.watched(h.ino), h.c.cache.clock()
 	if off < ra.lastEnd-raBehind || off > ra.lastEnd+raBehind {
 		ra.drop(h.c)
 		ra.run = 0
+	}
+	if slices.ContainsFunc(ra.chunks, ra.stale) {
+		ra.drop(h.c) // the file changed since: read it anew, in sequence still
 	}
 	if ra.run == 0 || !ra.covers(off) && !ra.fill(h, off, off+int64(len(p))) {
 		n, err := h.c.readAt(ctx, h.fid, p, off)
@@ -74,13 +106,35 @@ func (h *handle) readAhead(ctx context.Context, p []byte, off int64) (int, error
 	}
 	ra.note(off, n)
 	ra.trim(h.c, off-raBehind)
+	if eof {
+		// Where the file ended is asked again by the next read, which
+		// starts the window anew: the file may grow with nothing said
+		// (a plain peer), and a reader at the end (tail -f) asks once.
+		ra.drop(h.c)
+		ra.run = 0
+	}
 	if n == 0 && err == nil && len(p) > 0 {
 		err = io.EOF
 	}
 	return n, err
 }
 
-// dropAll gives up h's window (a write through h, its close).
+// stale says whether f, answered, may be older than the file: it was
+// sent before a change to the content that the client knows of, or the
+// file is not watched and the reply is CacheTTL old.
+func (ra *readAhead) stale(f *raFetch) bool {
+	if f.seen != ra.content.changes.Load() {
+		return true
+	}
+	select {
+	case <-f.done:
+		return !ra.vouched && ra.now.Sub(f.at) >= CacheTTL
+	default:
+		return false // in flight: checked again once answered
+	}
+}
+
+// dropAhead gives up h's window (a write through h, its close).
 func (h *handle) dropAhead() {
 	if h.ra != nil {
 		h.ra.mu.Lock()
@@ -124,7 +178,7 @@ func (ra *readAhead) fill(h *handle, off, to int64) bool {
 			break
 		}
 		ctx, cancel := context.WithCancel(h.c.life)
-		f := &raFetch{off: next, done: make(chan struct{}), cancel: cancel}
+		f := &raFetch{off: next, seen: ra.content.changes.Load(), done: make(chan struct{}), cancel: cancel}
 		ra.chunks = append(ra.chunks, f)
 		go f.fetch(ctx, h.c, h.fid)
 	}
@@ -139,6 +193,7 @@ func (f *raFetch) fetch(ctx context.Context, c *Client, fid uint32) {
 	if err == nil {
 		f.data, f.rr = r.Data, rr
 	}
+	f.at = c.cache.clock()
 	f.err = asErr("read", err)
 	if f.gone {
 		f.release(c)
@@ -198,6 +253,10 @@ func (ra *readAhead) copy(ctx context.Context, c *Client, p []byte, off int64) (
 		case <-f.done:
 		case <-ctx.Done():
 			return done, false, asErr("read", ctx.Err())
+		}
+		if ra.stale(f) { // the file changed while the chunk was read
+			ra.drop(c)
+			return done, false, nil
 		}
 		if f.err != nil {
 			ra.drop(c) // the next read asks again

@@ -3,7 +3,10 @@ package ninep
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"os"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -116,5 +119,206 @@ func TestGeneratedFileNotReadAhead(t *testing.T) {
 	defer h.Close()
 	if h.(*handle).ra != nil {
 		t.Error("a generated file's handle reads ahead")
+	}
+}
+
+// readTo reads h from off to its end in reads of FUSE's size, as the
+// kernel does up to a file's end.
+func readTo(t *testing.T, h vfs.Handle, off int64) []byte {
+	t.Helper()
+	var all []byte
+	buf := make([]byte, 128<<10)
+	for {
+		n, err := h.ReadAt(context.Background(), buf, off)
+		all, off = append(all, buf[:n]...), off+int64(n)
+		if err == io.EOF || err == nil && n == 0 {
+			return all
+		}
+		if err != nil {
+			t.Fatalf("read at %d: %v", off, err)
+		}
+	}
+}
+
+// TestOwnChangesReachWindows is issue 28's defect 1 (and 4) at the
+// client: a file read to its end through a handle, then changed through
+// this client (a truncate up or down through the handle or the node, a
+// write through another handle), reads as changed through the handle
+// that read ahead: the bytes a truncate up adds are there (zeros), a
+// truncate to mid-page leaves no old bytes past the new end, another
+// handle's write shows. Before the fix the window's short chunk "ended
+// the file" at its old size, and copy_file_range through a mount spun.
+func TestOwnChangesReachWindows(t *testing.T) {
+	const size = 0x22cc7
+	zeros := func(n int) []byte { return make([]byte, n) }
+	tests := []struct {
+		name   string
+		change func(ctx context.Context, t *testing.T, n vfs.Node, h vfs.Handle)
+		at     int64
+		want   []byte
+	}{
+		{"truncate up through the handle", func(ctx context.Context, t *testing.T, _ vfs.Node, h vfs.Handle) {
+			truncate(ctx, t, h.(vfs.HandleAttrer), 0x34c5b)
+		}, 0x23000, zeros(0x34c5b - 0x23000)},
+		{"truncate up through the node", func(ctx context.Context, t *testing.T, n vfs.Node, _ vfs.Handle) {
+			truncate(ctx, t, n, 0x34c5b)
+		}, 0x23000, zeros(0x34c5b - 0x23000)},
+		{"truncate to mid-page", func(ctx context.Context, t *testing.T, _ vfs.Node, h vfs.Handle) {
+			truncate(ctx, t, h.(vfs.HandleAttrer), 0x22000+100)
+		}, 0x22000, bytes.Repeat([]byte("A"), 100)},
+		{"a write through another handle", func(ctx context.Context, t *testing.T, n vfs.Node, _ vfs.Handle) {
+			o, err := n.Open(ctx, os.O_RDWR)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer o.Close()
+			if _, err := o.WriteAt(ctx, []byte("BB"), size-1); err != nil {
+				t.Fatal(err)
+			}
+			if f, ok := o.(vfs.Flusher); ok {
+				f.Flush(ctx)
+			}
+		}, size - 2, []byte("ABB")},
+	}
+	for _, window := range []int64{0, DefaultWriteBehind} {
+		_, addr := serve(t, newDisk(t))
+		_, root := dialWith(t, addr, "", ClientOptions{WriteBehind: window})
+		for i, tc := range tests {
+			t.Run(fmt.Sprintf("%s/writebehind=%d", tc.name, window), func(t *testing.T) {
+				ctx := vfs.WithFlushAtClose(context.Background())
+				n, h, err := root.Create(ctx, fmt.Sprint("f", i), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer h.Close()
+				if _, err := h.WriteAt(ctx, bytes.Repeat([]byte("A"), size), 0); err != nil {
+					t.Fatal(err)
+				}
+				if got := readTo(t, h, 0); len(got) != size {
+					t.Fatalf("read back %d bytes, want %d", len(got), size)
+				}
+				tc.change(ctx, t, n, h)
+				if got := readTo(t, h, tc.at); !bytes.Equal(got, tc.want) {
+					t.Errorf("read from %#x after the change: %d bytes %.8q..., want %d %.8q...", tc.at, len(got), got, len(tc.want), tc.want)
+				}
+			})
+		}
+	}
+}
+
+// truncate sets the size of what s is (a node, or an open handle).
+func truncate(ctx context.Context, t *testing.T, s interface {
+	SetAttr(context.Context, vfs.SetAttr) (vfs.Attr, error)
+}, size int64) {
+	t.Helper()
+	a, err := s.SetAttr(ctx, vfs.SetAttr{Valid: vfs.SetSize, Size: size})
+	if err != nil || a.Size != size {
+		t.Fatalf("truncate to %#x: size %#x, %v", size, a.Size, err)
+	}
+}
+
+// grownFile serves a stored file (written behind, read ahead) from
+// memory, with no change notices, and returns the file, an open handle
+// and the client.
+func grownFile(t *testing.T, data []byte) (*heldWrites, vfs.Handle, *Client) {
+	t.Helper()
+	g := newHeldWrites()
+	close(g.gate)
+	g.data = data
+	_, addr := serve(t, vfs.NewStaticDir(map[string]vfs.Node{"f": g}))
+	c, root := dial(t, addr, "")
+	h, err := walk(t, root, "f").Open(context.Background(), os.O_RDONLY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	if h.(*handle).ra == nil {
+		t.Fatal("a stored file's handle reads nothing ahead")
+	}
+	return g, h, c
+}
+
+// TestWindowEndAskedAgain: a read that reached the end of the file does
+// not answer the next one: a file that grew with nothing said (no
+// notices here) shows its new bytes to the reader at its end (tail -f).
+func TestWindowEndAskedAgain(t *testing.T) {
+	g, h, _ := grownFile(t, bytes.Repeat([]byte("a"), 300<<10))
+	if got := readTo(t, h, 0); len(got) != 300<<10 {
+		t.Fatalf("read %d bytes, want %d", len(got), 300<<10)
+	}
+	for i, more := range []string{"bbb", "cccc", strings.Repeat("d", 600<<10)} {
+		end := int64(len(g.data))
+		g.mu.Lock()
+		g.data = append(g.data, more...)
+		g.mu.Unlock()
+		if got := readTo(t, h, end); string(got) != more {
+			t.Errorf("growth %d: read from the old end: %d bytes, want %d", i, len(got), len(more))
+		}
+	}
+}
+
+// TestUnwatchedWindowExpires: what a window read of a file the server
+// does not watch is served for CacheTTL at most: past it, a read in
+// sequence asks the server again.
+func TestUnwatchedWindowExpires(t *testing.T) {
+	g, h, c := grownFile(t, bytes.Repeat([]byte("a"), 2<<20))
+	clock := testenv.NewClock(time.Now())
+	c.cache.mu.Lock()
+	c.cache.now = clock.Now
+	c.cache.mu.Unlock()
+	buf := make([]byte, 128<<10)
+	for off := int64(0); off < 2*int64(len(buf)); off += int64(len(buf)) { // the window starts
+		if _, err := h.ReadAt(context.Background(), buf, off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.mu.Lock()
+	g.data = bytes.Repeat([]byte("b"), len(g.data))
+	g.mu.Unlock()
+	clock.Advance(CacheTTL)
+	if got := readTo(t, h, 2*int64(len(buf))); !bytes.Equal(got, g.data[2*len(buf):]) {
+		t.Errorf("read on, CacheTTL after the window was read: %d bytes of 'b' of %d, want all", bytes.Count(got, []byte("b")), len(got))
+	}
+}
+
+// TestWindowsTakeHalfTheMemory: the windows of all open files together
+// hold at most half of the client's reply memory, and a read past what
+// they may hold still reads the file whole.
+func TestWindowsTakeHalfTheMemory(t *testing.T) {
+	g := newHeldWrites()
+	close(g.gate)
+	for i := range 4 << 20 {
+		g.data = append(g.data, byte(i*7/5))
+	}
+	_, addr := serve(t, vfs.NewStaticDir(map[string]vfs.Node{"f": g}))
+	const memory = 2 << 20
+	c, root := dialWith(t, addr, "", ClientOptions{Limits: ClientLimits{Memory: memory}})
+	var hs []vfs.Handle
+	for range 2 {
+		h, err := walk(t, root, "f").Open(context.Background(), os.O_RDONLY)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Close()
+		hs = append(hs, h)
+	}
+	got := make([][]byte, len(hs))
+	buf := make([]byte, 128<<10)
+	for off := int64(0); off < int64(len(g.data)); off += int64(len(buf)) {
+		for i, h := range hs { // the two in turn, each in sequence
+			n, err := h.ReadAt(context.Background(), buf, off)
+			if err != nil && err != io.EOF {
+				t.Fatal(err)
+			}
+			got[i] = append(got[i], buf[:n]...)
+			if held := c.raHeld.Load(); held > memory/2 {
+				t.Fatalf("after a read at %d: the windows hold %d bytes, want at most %d", off, held, memory/2)
+			}
+		}
+	}
+	for i := range got {
+		if !bytes.Equal(got[i], g.data) {
+			t.Errorf("handle %d read %d bytes, not the file's %d", i, len(got[i]), len(g.data))
+		}
 	}
 }

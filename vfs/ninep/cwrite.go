@@ -37,6 +37,23 @@ import (
 // for writing without O_APPEND are written behind: a generated file's
 // write (a session's ctl) may be refused for what it says, and an append's
 // offset is the server's.
+//
+// Invariants, each checked by the tests named:
+//  1. Every other request of the connection waits for the writes sent
+//     before it; a write over bytes in flight waits for them; the bytes
+//     in flight stay within the window, one write larger than it going
+//     alone (TestBehindWindowRules, TestWritesGoBehind,
+//     TestOverlappingWritesKeepOrder).
+//  2. A write that fails is reported once, at the handle's next write,
+//     Flush or Sync (TestWriteBehindErrors, TestFailedWriteReportedAtNextWrite).
+//  3. Flush waits for every write sent, a signal notwithstanding
+//     (TestWritesGoBehind, TestFlushNotCutShortBySignal).
+//  4. Only writes of stored files, not appends, whose caller flushes at
+//     close go behind (TestWhatIsNotWrittenBehind, TestUnflushedWritesWait).
+//  5. A write drops what the cache holds of the file, its other handles'
+//     read-ahead windows included, when it is sent and again once it
+//     landed, so a stat or a read after it sees it
+//     (TestWritesGoBehind, TestOwnChangesReachWindows).
 
 // DefaultWriteBehind is a window that keeps a link with 10 ms each way
 // busy at some 400 MiB/s.

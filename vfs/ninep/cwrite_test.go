@@ -335,3 +335,40 @@ func TestFlushNotCutShortBySignal(t *testing.T) {
 		t.Errorf("flush after the write landed: %v", err)
 	}
 }
+
+// TestBehindWindowRules: the window's own rules, on its own. A context
+// already ended makes a call that would wait fail at once, so what
+// waits and what does not shows without a clock.
+func TestBehindWindowRules(t *testing.T) {
+	b := newBehind(100)
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	admits := func(what string, s span, want bool) uint64 {
+		t.Helper()
+		seq, err := b.admit(ended, s)
+		if got := err == nil; got != want {
+			t.Errorf("%s: admitted %v, want %v", what, got, want)
+		}
+		return seq
+	}
+	first := admits("a write within the window", span{1, 0, 60}, true)
+	admits("a write past the window", span{1, 60, 120}, false)
+	other := admits("another file's write filling the window", span{2, 0, 40}, true)
+	b.done(other)
+	admits("a write over bytes in flight", span{1, 50, 60}, false)
+	other = admits("the same bytes of another file", span{2, 50, 60}, true)
+	if err := b.barrier(ended); err == nil {
+		t.Error("a barrier passed writes in flight")
+	}
+	b.done(first)
+	b.done(other)
+	if err := b.barrier(ended); err != nil {
+		t.Errorf("a barrier with nothing in flight: %v", err)
+	}
+	big := admits("a write larger than the window, none in flight", span{3, 0, 1000}, true)
+	admits("any write beside it", span{4, 0, 1}, false)
+	b.done(big)
+	if b.held != 0 || len(b.inflight) != 0 {
+		t.Errorf("all done: %d bytes, %d writes in flight; want none", b.held, len(b.inflight))
+	}
+}

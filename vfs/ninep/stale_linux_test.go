@@ -1,0 +1,224 @@
+//go:build linux
+
+package ninep
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/gsvfs/gsvfs/vfs"
+)
+
+// Issue 28's reproductions at the client: a gsvfs server of a disk tree,
+// the disk changed behind it, and what the client's open handles and
+// fresh opens read after the server's notice of the change has come.
+
+// heard collects the server's notices as the client hands them on (after
+// applying them to its caches), so a test can wait for the one that
+// vouches for what it just did to the disk.
+type heard struct {
+	mu sync.Mutex
+	cs []vfs.Change
+}
+
+// hear listens to the changes root hands on until the test ends.
+func hear(t *testing.T, root vfs.Node) *heard {
+	h := &heard{}
+	stop := root.(vfs.Watcher).Watch(func(cs []vfs.Change) {
+		h.mu.Lock()
+		h.cs = append(h.cs, cs...)
+		h.mu.Unlock()
+	})
+	t.Cleanup(stop)
+	return h
+}
+
+// of waits for a notice of the file at hostPath as the disk has it now
+// (its size and mtime), and forgets the notices heard so far: the next
+// wait is for a notice of the next change.
+func (h *heard) of(t *testing.T, hostPath string) {
+	t.Helper()
+	st, err := os.Stat(hostPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the notice of "+filepath.Base(hostPath)+" as the disk has it", func() bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		for _, c := range h.cs {
+			if c.Attr.Size == st.Size() && c.Attr.Mtime.Equal(st.ModTime()) {
+				h.cs = nil
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// readFrom reads h from off to its end, in reads of FUSE's size.
+func readFrom(t *testing.T, h vfs.Handle, off int64) string {
+	t.Helper()
+	var all []byte
+	buf := make([]byte, 128<<10)
+	for {
+		n, err := h.ReadAt(context.Background(), buf, off)
+		all, off = append(all, buf[:n]...), off+int64(n)
+		if err == io.EOF || err == nil && n == 0 {
+			return string(all)
+		}
+		if err != nil {
+			t.Fatalf("read at %d: %v", off, err)
+		}
+	}
+}
+
+// openRead opens n read-only and reads it whole.
+func openRead(t *testing.T, n vfs.Node) string {
+	t.Helper()
+	h, err := n.Open(context.Background(), os.O_RDONLY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	return readFrom(t, h, 0)
+}
+
+// overwrite writes data over the start of the file at p, in place.
+func overwrite(t *testing.T, p, data string) {
+	t.Helper()
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt([]byte(data), 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Issue 28, defect 2: a file overwritten in place on the disk, again and
+// again, reads as the disk has it through a handle held open across the
+// changes, and through a fresh open, once each change's notice came.
+// Before the fix the second change on was never seen by the held handle
+// (its read-ahead window kept the bytes read after the first change), and
+// a mount's kernel filled its page cache from that window again.
+func TestDiskOverwritesReachHeldHandle(t *testing.T) {
+	_, root, dir := extDisk(t, func(dir string) { mustWrite(t, filepath.Join(dir, "f"), strings.Repeat("0", 100)) })
+	p := filepath.Join(dir, "f")
+	notices := hear(t, root)
+	f := walk(t, root, "f")
+	h, err := f.Open(context.Background(), os.O_RDONLY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if got := readFrom(t, h, 0); got != strings.Repeat("0", 100) {
+		t.Fatalf("before any change: %q", got)
+	}
+	for i := 1; i <= 4; i++ {
+		want := strings.Repeat(string(rune('0'+i)), 100)
+		overwrite(t, p, want)
+		notices.of(t, p)
+		if got := readFrom(t, h, 0); got != want {
+			t.Errorf("change %d, the held handle: %.8q..., want %.8q...", i, got, want)
+		}
+		if got := openRead(t, f); got != want {
+			t.Errorf("change %d, a fresh open: %.8q..., want %.8q...", i, got, want)
+		}
+	}
+}
+
+// Issue 28, defect 2: a file growing on the disk shows its new part to a
+// handle that already read to its old end, once the notice came; and a
+// file shrunk on the disk shows no bytes past its new end.
+func TestDiskSizeChangesReachHeldHandle(t *testing.T) {
+	_, root, dir := extDisk(t, func(dir string) { mustWrite(t, filepath.Join(dir, "f"), strings.Repeat("a", 100)) })
+	p := filepath.Join(dir, "f")
+	notices := hear(t, root)
+	h, err := walk(t, root, "f").Open(context.Background(), os.O_RDONLY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	want := strings.Repeat("a", 100)
+	if got := readFrom(t, h, 0); got != want {
+		t.Fatalf("before: %q", got)
+	}
+	for i, step := range []struct {
+		what   string
+		change func() error
+		want   string
+	}{
+		{"grown", func() error { return appendTo(p, strings.Repeat("b", 100)) }, strings.Repeat("a", 100) + strings.Repeat("b", 100)},
+		{"grown again", func() error { return appendTo(p, strings.Repeat("c", 5000)) }, strings.Repeat("a", 100) + strings.Repeat("b", 100) + strings.Repeat("c", 5000)},
+		{"shrunk", func() error { return os.Truncate(p, 150) }, strings.Repeat("a", 100) + strings.Repeat("b", 50)},
+	} {
+		if err := step.change(); err != nil {
+			t.Fatal(err)
+		}
+		notices.of(t, p)
+		// As a reader at its end asks (tail -f), then as a reader anew.
+		tail := ""
+		if len(step.want) > len(want) {
+			tail = step.want[len(want):]
+		}
+		if got := readFrom(t, h, int64(len(want))); got != tail {
+			t.Errorf("%d %s: read from the old end %d: %d bytes, want %d", i, step.what, len(want), len(got), len(tail))
+		}
+		if got := readFrom(t, h, 0); got != step.want {
+			t.Errorf("%d %s: read whole: %d bytes, want %d", i, step.what, len(got), len(step.want))
+		}
+		want = step.want
+	}
+}
+
+func appendTo(p, data string) error {
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = f.WriteString(data)
+	return err
+}
+
+// Issue 28, defect 4: after a truncate to mid-page on the disk, the last
+// page read through a held handle ends at the new size: no old bytes past
+// it (what a mount's mmap would show instead of zeros).
+func TestDiskTruncateMidPageEndsRead(t *testing.T) {
+	old := bytes.Repeat([]byte("x"), 8192)
+	_, root, dir := extDisk(t, func(dir string) { mustWrite(t, filepath.Join(dir, "f"), string(old)) })
+	p := filepath.Join(dir, "f")
+	notices := hear(t, root)
+	h, err := walk(t, root, "f").Open(context.Background(), os.O_RDONLY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	pages(t, h, 2)
+	if err := os.Truncate(p, 5000); err != nil {
+		t.Fatal(err)
+	}
+	notices.of(t, p)
+	if got := readFrom(t, h, 4096); len(got) != 5000-4096 {
+		t.Errorf("the last page after a truncate to 5000 on the disk: %d bytes, want %d", len(got), 5000-4096)
+	}
+}
+
+// pages reads the first n pages of h one by one, as the kernel fills its
+// page cache.
+func pages(t *testing.T, h vfs.Handle, n int) {
+	t.Helper()
+	buf := make([]byte, 4096)
+	for i := range n {
+		if _, err := h.ReadAt(context.Background(), buf, int64(i)*4096); err != nil && err != io.EOF {
+			t.Fatal(err)
+		}
+	}
+}
