@@ -34,11 +34,11 @@ func procGone(t *testing.T, d *daemon, names ...string) {
 }
 
 // TestProcIdleSessionsGo: `cat /proc/clone` leaves no session for long,
-// and an idle session nobody holds expires after the retention time,
-// while one with an open file stays; `cat clone` then a write to the
-// session's ctl still runs the command.
+// and an idle session nobody holds expires after the idle time, while one
+// with an open file stays; `cat clone` then a write to the session's ctl
+// still runs the command.
 func TestProcIdleSessionsGo(t *testing.T) {
-	d := procMount(t, nil, "--session-retention", "3s")
+	d := procMount(t, nil, "--session-idle", "3s")
 	cloned := strings.TrimSpace(testenv.Run(t, d.Mnt, "cat", d.Path("proc/clone")))
 	held := procNew(t, d, "held")
 	procNew(t, d, "free")
