@@ -70,7 +70,7 @@ func TestProcGrepWalk(t *testing.T) {
 	if _, err := exec.LookPath("grep"); err != nil {
 		t.Skipf("SKIPPED: no grep here: %v", err)
 	}
-	d := procMount(t, nil, "--session-retention", "3s")
+	d := procMount(t, nil, "--session-idle", "3s")
 	for _, name := range []string{"a", "b"} {
 		dir := procNew(t, d, name)
 		procMustWrite(t, dir+"/ctl", "yield 1h\nexec sleep 60\n")
