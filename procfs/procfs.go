@@ -83,8 +83,8 @@ func New(mgr *shelld.Manager, opts Options) *FS {
 func (f *FS) Root() vfs.Node { return f.root }
 
 // Reap forgets the sessions whose retention or idle time has passed,
-// and their directories. The Manager never shows an expired session; calling Reap
-// now and then (listing /proc does) lets their memory go.
+// and their directories. The Manager never shows an expired session;
+// calling Reap now and then (listing /proc does) lets their memory go.
 func (f *FS) Reap() {
 	f.mgr.Reap()
 	f.mu.Lock()
