@@ -9,7 +9,7 @@ import (
 )
 
 // An open file of a session holds it: an idle session nobody holds
-// expires after the retention time (shelld's Hold), and one made by
+// expires after the idle time (shelld's Hold), and one made by
 // clone goes soon after clone is closed unless somebody claimed it by
 // opening its ctl or stdin (cloneHandle).
 
@@ -32,7 +32,7 @@ func (d *sessionDir) held(h vfs.Handle, flags int) vfs.Handle {
 }
 
 // claim marks the session as put to use: the clone grace no longer
-// applies to it, only the retention time.
+// applies to it, only the idle time.
 func (d *sessionDir) claim() {
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -36,7 +36,7 @@ type Options struct {
 	Yield time.Duration
 	// CloneGrace is how long a session made by reading clone stays
 	// after clone is closed when nobody has opened its ctl or stdin
-	// (60 s; the retention time where that is shorter).
+	// (60 s; the idle time, shelld.Config.Idle, where that is shorter).
 	CloneGrace time.Duration
 }
 
@@ -82,9 +82,9 @@ func New(mgr *shelld.Manager, opts Options) *FS {
 // Root is the directory mounted at /proc.
 func (f *FS) Root() vfs.Node { return f.root }
 
-// Reap forgets the sessions whose retention time has passed, and their
-// directories. The Manager never shows an expired session; calling Reap
-// now and then (listing /proc does) lets their memory go.
+// Reap forgets the sessions whose retention or idle time has passed,
+// and their directories. The Manager never shows an expired session;
+// calling Reap now and then (listing /proc does) lets their memory go.
 func (f *FS) Reap() {
 	f.mgr.Reap()
 	f.mu.Lock()

@@ -256,7 +256,7 @@ func TestReapAfterRetention(t *testing.T) {
 		t.Errorf("the reaped session's directory is still held")
 	}
 	// Held for a long time, the idle session stays; let go, it expires
-	// at once, its retention time long past (Reap alone, the daemon's
+	// at once, its idle time long past (Reap alone, the daemon's
 	// ticker, forgets it too). Reads of it meanwhile changed nothing.
 	clock.Set(epoch.Add(100 * retention))
 	f.Reap()
@@ -267,18 +267,18 @@ func TestReapAfterRetention(t *testing.T) {
 	h.Close()
 	f.Reap()
 	_, err = f.Root().Lookup(bg, "idle")
-	wantErrno(t, "idle session let go after the retention time", err, syscall.ENOENT)
+	wantErrno(t, "idle session let go after the idle time", err, syscall.ENOENT)
 	// A session forgotten while a ctl of it was open never starts.
 	err = write(walk(t, idle, "ctl"), "exec true\n")
 	wantErrno(t, "exec in a forgotten session", err, syscall.ENOENT)
 }
 
 // A session made by clone goes the clone grace after clone is closed,
-// unless its ctl or stdin was opened; a change by ctl restarts an idle
-// session's expiry.
+// unless its ctl or stdin was opened; then it goes after the idle time,
+// and a change by ctl restarts that.
 func TestCloneGrace(t *testing.T) {
-	const retention, grace = 10 * time.Minute, time.Minute
-	f, clock := newFS(t, shelld.Config{Retention: retention}, Options{CloneGrace: grace})
+	const idle, grace = 10 * time.Minute, time.Minute
+	f, clock := newFS(t, shelld.Config{Idle: idle}, Options{CloneGrace: grace})
 	clone := walk(t, f.Root(), "clone")
 	if got := read(t, clone); got != "1\n" { // closed at once: the grace
 		t.Fatalf("clone gave %q", got)
@@ -320,13 +320,13 @@ func TestCloneGrace(t *testing.T) {
 	if err := write(walk(t, f.Root(), "named", "ctl"), "env B=2\n"); err != nil {
 		t.Fatal(err)
 	}
-	clock.Set(epoch.Add(retention))
+	clock.Set(epoch.Add(idle))
 	if names := list(t, f.Root()); !slices.Equal(names, []string{"clone", "status", "named"}) {
-		t.Errorf("/proc at the retention time lists %q, want the claimed clones gone", names)
+		t.Errorf("/proc at the idle time lists %q, want the claimed clones gone", names)
 	}
-	clock.Set(epoch.Add(2*grace + retention))
+	clock.Set(epoch.Add(2*grace + idle))
 	if names := list(t, f.Root()); !slices.Equal(names, []string{"clone", "status"}) {
-		t.Errorf("/proc at the retention time after the last ctl write lists %q", names)
+		t.Errorf("/proc at the idle time after the last ctl write lists %q", names)
 	}
 }
 

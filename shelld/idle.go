@@ -5,11 +5,16 @@ import "time"
 // A session that never started holds nothing but memory and a place
 // under the cap, and one made by a reader that never meant to use it (a
 // recursive grep opening /proc/clone) would stay for ever. So an idle
-// session expires like a finished one: the retention time (or the shorter
-// limit its maker set, ExpireIdleAfter) after it was made or last changed,
-// as soon as no file of it is open. Reading it does not count as a
-// change: a recursive search that reads the files of every session now
-// and then must not keep the idle ones alive.
+// session expires: the idle time (Config.Idle, or the shorter limit its
+// maker set, ExpireIdleAfter) after it was made or last changed, as soon
+// as no file of it is open. Reading it does not count as a change: a
+// recursive search that reads the files of every session now and then
+// must not keep the idle ones alive.
+//
+// The idle time is not the retention time of finished sessions: a short
+// retention (finished output soon forgotten) must not take a session
+// away between its mkdir and its maker's first open, which on a loaded
+// machine may take seconds (TestIdleOutlivesRetention).
 
 // Hold marks the session as in use (a file of it is open) until the
 // returned release is called: while held, an idle session does not
@@ -26,8 +31,8 @@ func (s *Session) Hold() (release func()) {
 }
 
 // ExpireIdleAfter sets how long the session may stay idle and unheld
-// from now before it expires, if that is shorter than the retention
-// time; 0 gives it the retention time again.
+// from now before it expires, if that is shorter than the idle time; 0
+// gives it the idle time again.
 func (s *Session) ExpireIdleAfter(d time.Duration) {
 	s.mu.Lock()
 	s.idleLimit, s.touched = d, s.cfg.Clock()
@@ -35,8 +40,9 @@ func (s *Session) ExpireIdleAfter(d time.Duration) {
 }
 
 // expiredAt reports whether, at now, the session finished retention or
-// more ago, or has stayed idle and unheld for its limit.
-func (s *Session) expiredAt(now time.Time, retention time.Duration) bool {
+// more ago, or has stayed idle and unheld for its limit: idle, or the
+// shorter one ExpireIdleAfter set.
+func (s *Session) expiredAt(now time.Time, retention, idle time.Duration) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.ended.IsZero() {
@@ -45,7 +51,7 @@ func (s *Session) expiredAt(now time.Time, retention time.Duration) bool {
 	if s.state != Idle || s.holds > 0 {
 		return false
 	}
-	limit := retention
+	limit := idle
 	if s.idleLimit > 0 && s.idleLimit < limit {
 		limit = s.idleLimit
 	}

@@ -18,8 +18,14 @@ type Config struct {
 	OutputCap   int           // output kept per session, in bytes (200,000)
 	ExecTimeout time.Duration // limit of an exec (5 minutes)
 	KillGrace   time.Duration // SIGTERM to SIGKILL (250 ms)
-	Retention   time.Duration // how long finished sessions, and idle ones nobody holds, stay (30 minutes)
-	MaxLive     int           // sessions running at once (256)
+	Retention   time.Duration // how long finished sessions stay (30 minutes)
+	// Idle is how long a session that never started stays unheld after
+	// it was made or last changed (30 minutes, idle.go). It is not the
+	// Retention: that one says how long a finished session's output is
+	// worth keeping, and set short it would take fresh sessions away
+	// before their makers, slow under load, first open them.
+	Idle    time.Duration
+	MaxLive int // sessions running at once (256)
 	// Umask is the file creation mask sessions start with; nil means
 	// 022. The daemon itself runs with umask 0 (it applies its clients'
 	// modes as they come), so a session must never simply inherit it.
@@ -73,6 +79,9 @@ func (c *Config) fill() {
 	if c.Retention == 0 {
 		c.Retention = 30 * time.Minute
 	}
+	if c.Idle == 0 {
+		c.Idle = 30 * time.Minute
+	}
 	if c.MaxLive <= 0 {
 		c.MaxLive = 256
 	}
@@ -111,7 +120,8 @@ var (
 )
 
 // Manager owns the sessions: names, the cap on live ones, and forgetting
-// finished ones after the retention time.
+// finished ones after the retention time and unused ones after the idle
+// time.
 type Manager struct {
 	cfg Config
 
@@ -164,8 +174,8 @@ func (m *Manager) Config() Config {
 }
 
 // Configure changes the configuration: sessions made from now on get
-// the new one, running ones keep theirs; the retention time and the cap
-// on live sessions apply to all at once.
+// the new one, running ones keep theirs; the retention and idle times
+// and the cap on live sessions apply to all at once.
 func (m *Manager) Configure(change func(*Config)) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -215,9 +225,9 @@ func (m *Manager) Get(name string) (*Session, bool) {
 }
 
 // expired reports whether s finished the retention time or more before
-// now, or has stayed idle and unheld that long (idle.go).
+// now, or has stayed idle and unheld for the idle time (idle.go).
 func (m *Manager) expired(s *Session, now time.Time) bool {
-	return s.expiredAt(now, m.cfg.Retention)
+	return s.expiredAt(now, m.cfg.Retention, m.cfg.Idle)
 }
 
 // Names lists the sessions in name order, forgetting those past their

@@ -130,7 +130,7 @@ type Session struct {
 	// guarded by mu.
 	holds     int           // open files of it (Hold)
 	touched   time.Time     // made, or last changed while idle
-	idleLimit time.Duration // how long it may stay idle and unheld; 0: the retention time
+	idleLimit time.Duration // how long it may stay idle and unheld; 0: the idle time
 	forgotten bool          // its Manager let it go: it never starts
 
 	// Guarded by rd, which serializes the reading of the terminal with

@@ -298,6 +298,42 @@ func TestRetention(t *testing.T) {
 	}
 }
 
+// A session that never started lasts the idle time, not the retention
+// time: a short retention forgets finished sessions soon, but must not
+// take a fresh one away before its maker, slow under load, first opens it.
+func TestIdleOutlivesRetention(t *testing.T) {
+	var mu sync.Mutex
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := start
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	const retention = 2 * time.Second
+	m := newManager(t, Config{Retention: retention, Clock: clock})
+	idle, done := create(t, m), create(t, m)
+	done.Exec("true")
+	wait(t, done)
+	idleTime := m.Config().Idle
+	for _, c := range []struct {
+		after              time.Duration
+		wantIdle, wantDone bool
+	}{
+		{retention - time.Nanosecond, true, true},
+		{retention, true, false},
+		{10 * retention, true, false},
+		{idleTime - time.Nanosecond, true, false},
+		{idleTime, false, false},
+	} {
+		mu.Lock()
+		now = start.Add(c.after)
+		mu.Unlock()
+		_, gotIdle := m.Get(idle.ID())
+		_, gotDone := m.Get(done.ID())
+		if gotIdle != c.wantIdle || gotDone != c.wantDone {
+			t.Errorf("after %v: got idle %v, finished %v; want idle %v, finished %v",
+				c.after, gotIdle, gotDone, c.wantIdle, c.wantDone)
+		}
+	}
+}
+
 // The cap on live sessions refuses more with ErrTooMany; finished ones do
 // not count.
 func TestMaxLive(t *testing.T) {

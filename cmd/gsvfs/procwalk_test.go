@@ -34,11 +34,11 @@ func procGone(t *testing.T, d *daemon, names ...string) {
 }
 
 // TestProcIdleSessionsGo: `cat /proc/clone` leaves no session for long,
-// and an idle session nobody holds expires after the retention time,
-// while one with an open file stays; `cat clone` then a write to the
-// session's ctl still runs the command.
+// and an idle session nobody holds expires after the idle time, while one
+// with an open file stays; `cat clone` then a write to the session's ctl
+// still runs the command.
 func TestProcIdleSessionsGo(t *testing.T) {
-	d := procMount(t, nil, "--session-retention", "3s")
+	d := procMount(t, nil, "--session-idle", "3s")
 	cloned := strings.TrimSpace(testenv.Run(t, d.Mnt, "cat", d.Path("proc/clone")))
 	held := procNew(t, d, "held")
 	procNew(t, d, "free")
@@ -70,7 +70,7 @@ func TestProcGrepWalk(t *testing.T) {
 	if _, err := exec.LookPath("grep"); err != nil {
 		t.Skipf("SKIPPED: no grep here: %v", err)
 	}
-	d := procMount(t, nil, "--session-retention", "3s")
+	d := procMount(t, nil, "--session-idle", "3s")
 	for _, name := range []string{"a", "b"} {
 		dir := procNew(t, d, name)
 		procMustWrite(t, dir+"/ctl", "yield 1h\nexec sleep 60\n")

@@ -24,6 +24,7 @@ type sessionFlags struct {
 	outputCap   int
 	execTimeout time.Duration
 	retention   time.Duration
+	idle        time.Duration
 	maxLive     int
 	umask       string // octal; empty: the umask of whoever runs the command
 }
@@ -33,7 +34,8 @@ func addSessionFlags(cmd *cobra.Command, s *sessionFlags) {
 	cmd.Flags().StringVar(&s.shell, "session-shell", "", "login shell of /proc sessions (default $SHELL, else /bin/sh)")
 	cmd.Flags().IntVar(&s.outputCap, "session-output", d.OutputCap, "bytes of output kept per session (the head is dropped)")
 	cmd.Flags().DurationVar(&s.execTimeout, "exec-timeout", d.ExecTimeout, "time limit of a session's `exec`")
-	cmd.Flags().DurationVar(&s.retention, "session-retention", d.Retention, "how long finished sessions, and idle ones nobody holds, stay in /proc")
+	cmd.Flags().DurationVar(&s.retention, "session-retention", d.Retention, "how long finished sessions stay in /proc")
+	cmd.Flags().DurationVar(&s.idle, "session-idle", d.Idle, "how long sessions never started stay in /proc while no file of them is open")
 	cmd.Flags().IntVar(&s.maxLive, "max-sessions", d.MaxLive, "sessions that may be live at once")
 	cmd.Flags().StringVar(&s.umask, "session-umask", "", "umask of /proc sessions, in octal (default: the umask gsvfs was started with)")
 }
@@ -44,6 +46,7 @@ func (s sessionFlags) args() []string {
 	args := []string{"--session-umask", s.umask}
 	for name, value := range map[string]string{"session-output": strconv.Itoa(s.outputCap),
 		"exec-timeout": s.execTimeout.String(), "session-retention": s.retention.String(),
+		"session-idle": s.idle.String(),
 		"max-sessions": strconv.Itoa(s.maxLive), "session-shell": s.shell, "log-level": ""} {
 		if s.explicit[name] && name != "log-level" {
 			args = append(args, "--"+name, value)
@@ -59,8 +62,8 @@ func (s sessionFlags) args() []string {
 func (s *sessionFlags) check(cmd *cobra.Command) error {
 	s.explicit = map[string]bool{}
 	cmd.Flags().Visit(func(f *pflag.Flag) { s.explicit[f.Name] = true })
-	if s.outputCap < 0 || s.maxLive < 0 || s.execTimeout < 0 || s.retention < 0 {
-		return errors.New("--session-output, --exec-timeout, --session-retention and --max-sessions cannot be negative")
+	if s.outputCap < 0 || s.maxLive < 0 || s.execTimeout < 0 || s.retention < 0 || s.idle < 0 {
+		return errors.New("--session-output, --exec-timeout, --session-retention, --session-idle and --max-sessions cannot be negative")
 	}
 	if s.umask == "" {
 		s.umask = fmt.Sprintf("%04o", currentUmask())
@@ -81,7 +84,7 @@ func currentUmask() int {
 
 func (s sessionFlags) config() shelld.Config {
 	c := shelld.Config{Shell: s.shell, OutputCap: s.outputCap, ExecTimeout: s.execTimeout,
-		Retention: s.retention, MaxLive: s.maxLive}
+		Retention: s.retention, Idle: s.idle, MaxLive: s.maxLive}
 	if u, err := gsvfsd.ParseUmask(s.umask); err == nil { // check has settled it
 		c.Umask = &u
 	}

@@ -62,6 +62,8 @@ func writableSettings(mgr *shelld.Manager, logLevel *slog.LevelVar) []setting {
 			duration("exec-timeout", func(d time.Duration) { conf(func(c *shelld.Config) { c.ExecTimeout = d }) })},
 		{"session-retention", func() string { return cfg().Retention.String() },
 			duration("session-retention", func(d time.Duration) { conf(func(c *shelld.Config) { c.Retention = d }) })},
+		{"session-idle", func() string { return cfg().Idle.String() },
+			duration("session-idle", func(d time.Duration) { conf(func(c *shelld.Config) { c.Idle = d }) })},
 		{"max-sessions", func() string { return strconv.Itoa(cfg().MaxLive) },
 			count("max-sessions", func(n int) { conf(func(c *shelld.Config) { c.MaxLive = n }) })},
 		{"session-umask", func() string {
