@@ -87,31 +87,42 @@ func (r *run) change() (replaced bool, err error) {
 }
 
 // freshOpen opens the file anew and fails unless it reads exactly the
-// model, at once.
+// model: at once, or within cfg.OpenWithin where a change may take that
+// long to reach the path (a device's notice across its link).
 func (r *run) freshOpen() error {
-	f, err := r.cfg.Open(false)
-	if err != nil {
-		return fmt.Errorf("a fresh open after the actor's change: %v", err)
-	}
-	defer f.Close()
-	if err := r.checkAll(f, "a fresh open after the actor's change (close-to-open)"); err != nil {
-		return err
-	}
-	return nil
+	return r.within(r.cfg.OpenWithin, func() error {
+		f, err := r.cfg.Open(false)
+		if err != nil {
+			return fmt.Errorf("a fresh open after the actor's change: %v", err)
+		}
+		defer f.Close()
+		return r.checkAll(f, "a fresh open after the actor's change (close-to-open)")
+	})
 }
 
-// heldSees polls the held descriptor until it reads the model, failing
-// if it does not within cfg.Within.
+// heldSees fails unless the held descriptor reads the model within
+// cfg.Within.
 func (r *run) heldSees() error {
-	deadline := time.Now().Add(r.cfg.Within)
+	return r.within(r.cfg.Within, func() error {
+		return r.checkAll(r.f, "the held descriptor after the actor's change")
+	})
+}
+
+// within polls check until it passes, failing with its last error if it
+// has not passed by d; a d of 0 is a single look.
+func (r *run) within(d time.Duration, check func() error) error {
+	deadline := time.Now().Add(d)
 	delay := time.Millisecond
 	for {
-		err := r.checkAll(r.f, "the held descriptor after the actor's change")
+		err := check()
 		if err == nil {
 			return nil
 		}
+		if d == 0 {
+			return err
+		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("not seen within %v: %v", r.cfg.Within, err)
+			return fmt.Errorf("not seen within %v: %v", d, err)
 		}
 		time.Sleep(delay)
 		delay = min(2*delay, 50*time.Millisecond)

@@ -75,11 +75,14 @@ type Config struct {
 	Disk       Disk
 	ActorEvery int           // default 4
 	Within     time.Duration // a held descriptor sees a change by then; default 1 s
-	MaxSize    int64         // default 256 KiB
-	MaxLen     int64         // the largest write or read; default 64 KiB
-	FullEvery  int           // whole-file check period; default 100
-	Keep       int           // operations kept for a failure; default 40
-	Log        io.Writer     // a line per skipped kind and a summary; may be nil
+	// OpenWithin bounds how long a fresh open may show the content from
+	// before a change; 0 (the default) is close-to-open: at once.
+	OpenWithin time.Duration
+	MaxSize    int64     // default 256 KiB
+	MaxLen     int64     // the largest write or read; default 64 KiB
+	FullEvery  int       // whole-file check period; default 100
+	Keep       int       // operations kept for a failure; default 40
+	Log        io.Writer // a line per skipped kind and a summary; may be nil
 }
 
 // page is the mapping granularity the checks assume; a larger page only

@@ -4,7 +4,7 @@
 // (built static, CGO_ENABLED=0). It prints the run's summary and exits 0,
 // or prints the failure (seed, operation, trail, replay line) and exits 1.
 //
-//	fsx -file MNT/f [-disk DISK/f] [-seed N] [-ops N] [-within 1s]
+//	fsx -file MNT/f [-disk DISK/f] [-seed N] [-ops N] [-within 1s] [-open-within 0]
 //
 // -disk makes it the second actor too: it changes DISK/f, the same file
 // as the path under test sees it, between operations. The seed and the
@@ -28,12 +28,13 @@ func main() {
 	seed := flag.Uint64("seed", envUint("GSVFS_FSX_SEED", uint64(time.Now().UnixNano())), "the run's seed")
 	ops := flag.Int("ops", int(envUint("GSVFS_FSX_OPS", 20000)), "operations")
 	within := flag.Duration("within", time.Second, "how soon a held descriptor must see the actor's change")
+	openWithin := flag.Duration("open-within", 0, "how soon a fresh open must see it; 0: at once (close-to-open)")
 	flag.Parse()
 	if *file == "" {
 		fmt.Fprintln(os.Stderr, "fsx: -file is required")
 		os.Exit(2)
 	}
-	cfg := fsmodel.Config{Seed: *seed, Ops: *ops, Open: fsmodel.OpenPath(*file), Within: *within, Log: os.Stdout}
+	cfg := fsmodel.Config{Seed: *seed, Ops: *ops, Open: fsmodel.OpenPath(*file), Within: *within, OpenWithin: *openWithin, Log: os.Stdout}
 	if *disk != "" {
 		cfg.Disk = fsmodel.PathDisk(*disk)
 	}

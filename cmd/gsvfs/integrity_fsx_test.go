@@ -1,0 +1,184 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gsvfs/gsvfs/internal/testenv"
+)
+
+// The model checker (internal/fsmodel, run by its command fsx in a child
+// process) on every data path the tree is served by: random writes,
+// reads, truncates, mmap, copy_file_range, fallocate and hole punching,
+// each checked against a model of the file; then a second actor changes
+// the file on the disk behind the path between operations, and a fresh
+// open must read the new content at once and a held descriptor within a
+// second.
+//
+// GSVFS_FSX_OPS sets the operations per path (20,000 by default; the
+// actor's variant runs a tenth of them, each fourth a change on the
+// disk), GSVFS_FSX_SEED the seed (random by default, printed on failure
+// with the replay line). A soak: GSVFS_FSX_OPS=1000000.
+
+// ixPath is where one data path shows a directory, and where that
+// directory is on the disk the path serves.
+type ixPath struct {
+	mnt, disk string
+	cred      *syscall.Credential // whom the checker runs as; nil: this process's
+	bin       string              // the checker, where cred may run it
+	// openWithin is how long a fresh open may show a file as it was
+	// before a change on the disk: 0 where close-to-open is exact (one
+	// machine), the notice's delay across a device's link.
+	openWithin time.Duration
+}
+
+// ixPaths are the data paths, each set up afresh by its function.
+var ixPaths = []struct {
+	name  string
+	setup func(t *testing.T, fsx string) ixPath
+}{
+	{"passthrough", func(t *testing.T, fsx string) ixPath { return ixMount(t, fsx) }},
+	{"no-passthrough", func(t *testing.T, fsx string) ixPath { return ixMount(t, fsx, "--no-passthrough") }},
+	{"user", ixUserMount},
+	{"server", ixServerMount},
+	{"device", ixDeviceMount},
+}
+
+// ixMount is a mount of root's, with extra flags.
+func ixMount(t *testing.T, fsx string, extra ...string) ixPath {
+	d := startMount(t, extra...)
+	return ixDir(t, ixPath{mnt: d.Path("workspaces/fsx"), disk: filepath.Join(d.Root, "workspaces", "fsx"), bin: fsx})
+}
+
+// ixUserMount is an ordinary user's mount; the checker runs as the user.
+func ixUserMount(t *testing.T, fsx string) ixPath {
+	u := startUserMount(t)
+	bin := filepath.Join(u.base, "fsx")
+	copyExecutable(t, fsx, bin)
+	p := ixPath{mnt: u.Path("workspaces/fsx"), disk: filepath.Join(u.Root, "workspaces", "fsx"), cred: userCred(), bin: bin}
+	if err := os.Mkdir(p.disk, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(p.disk, smOther, smOther); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// ixServerMount is `gsvfs serve` mounted by `gsvfs mount --server`.
+func ixServerMount(t *testing.T, fsx string) ixPath {
+	srv, addr := startServe(t)
+	m := mountServer(t, "unix:"+addr.Addr)
+	return ixDir(t, ixPath{mnt: m.Path("workspaces/fsx"), disk: filepath.Join(srv.Root, "workspaces", "fsx"), bin: fsx})
+}
+
+// ixDeviceMount is a device's tree at /mnt/ID of a gateway, the device
+// in a network namespace of its own and joined over TLS; the directory
+// is one the device binds from its disk.
+func ixDeviceMount(t *testing.T, fsx string) ixPath {
+	host := newNetHost(t, 8)
+	gw, sock := startServe(t, "--listen", "tls:0.0.0.0:0")
+	src := filepath.Join(t.TempDir(), "src")
+	if err := os.Mkdir(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	token := joinToken(t, gw.Root, "alpha", host.hostIP+":"+gatewayPort(t, gw.Root))
+	startDevice(t, host, filepath.Join(t.TempDir(), "dev"), "alpha", token, "--bind", src+":/workspaces/src")
+	m := mountServer(t, sock.String())
+	testenv.WaitFor(t, 10*time.Second, "alpha joined", exists(m.Path("sys/devices/alpha")))
+	waitOnline(t, m.Mnt, "alpha", true, 10*time.Second)
+	return ixPath{mnt: m.Path("mnt/alpha/workspaces/src"), disk: src, bin: fsx, openWithin: time.Second}
+}
+
+// ixDir makes p's directory through the mount.
+func ixDir(t *testing.T, p ixPath) ixPath {
+	t.Helper()
+	if err := os.Mkdir(p.mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// ixBuildFsx builds the checker's command, static (it also runs in the
+// vm9p guest), into dir.
+func ixBuildFsx(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "fsx")
+	build := exec.Command("go", "build", "-o", bin, "../../internal/fsmodel/fsx")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building fsx: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// ixOps is the operations per path: $GSVFS_FSX_OPS, else 20,000.
+func ixOps(t *testing.T) int {
+	if v := os.Getenv("GSVFS_FSX_OPS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			t.Fatalf("GSVFS_FSX_OPS=%q: want a positive number", v)
+		}
+		return n
+	}
+	return 20000
+}
+
+// ixSeed is the run's seed: $GSVFS_FSX_SEED, else a random one.
+func ixSeed(t *testing.T) uint64 {
+	if v := os.Getenv("GSVFS_FSX_SEED"); v != "" {
+		s, err := strconv.ParseUint(v, 0, 64)
+		if err != nil {
+			t.Fatalf("GSVFS_FSX_SEED=%q: want a number", v)
+		}
+		return s
+	}
+	return rand.Uint64()
+}
+
+// TestIntegrityFsx runs the checker on each data path: plain, then with
+// the second actor on the disk.
+func TestIntegrityFsx(t *testing.T) {
+	fsx := ixBuildFsx(t, testenv.SharedDir(t, "gsvfs-fsx-", 0o755))
+	ops, seed := ixOps(t), ixSeed(t)
+	for _, path := range ixPaths {
+		t.Run(path.name, func(t *testing.T) {
+			p := path.setup(t, fsx)
+			t.Run("plain", func(t *testing.T) { ixRun(t, p, "f", seed, ops, false) })
+			t.Run("actor", func(t *testing.T) { ixRun(t, p, "g", seed+1, max(ops/10, 1), true) })
+		})
+	}
+}
+
+// ixRun runs the checker on file name of p's directory, as p's user.
+func ixRun(t *testing.T, p ixPath, name string, seed uint64, ops int, actor bool) {
+	t.Helper()
+	args := []string{"-file", filepath.Join(p.mnt, name), "-seed", fmt.Sprint(seed), "-ops", fmt.Sprint(ops)}
+	if actor {
+		args = append(args, "-disk", filepath.Join(p.disk, name), "-open-within", p.openWithin.String())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, p.bin, args...)
+	if p.cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: p.cred}
+	}
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	took := time.Since(start).Round(time.Millisecond)
+	if err != nil {
+		t.Fatalf("fsx %s after %v: %v\n%s", strings.Join(args, " "), took, err, out)
+	}
+	t.Logf("%v: %s", took, strings.TrimSpace(string(out)))
+}
