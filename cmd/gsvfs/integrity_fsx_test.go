@@ -37,6 +37,7 @@ type ixPath struct {
 	mnt, disk string
 	cred      *syscall.Credential // whom the checker runs as; nil: this process's
 	bin       string              // the checker, where cred may run it
+	testBin   string              // this test binary, where cred may run it
 	// openWithin is how long a fresh open may show a file as it was
 	// before a change on the disk: 0 where close-to-open is exact (one
 	// machine), the notice's delay across a device's link.
@@ -58,20 +59,16 @@ var ixPaths = []struct {
 // ixMount is a mount of root's, with extra flags.
 func ixMount(t *testing.T, fsx string, extra ...string) ixPath {
 	d := startMount(t, extra...)
-	return ixDir(t, ixPath{mnt: d.Path("workspaces/fsx"), disk: filepath.Join(d.Root, "workspaces", "fsx"), bin: fsx})
+	return ixPath{mnt: d.Path("workspaces"), disk: filepath.Join(d.Root, "workspaces"), bin: fsx, testBin: os.Args[0]}
 }
 
 // ixUserMount is an ordinary user's mount; the checker runs as the user.
 func ixUserMount(t *testing.T, fsx string) ixPath {
 	u := startUserMount(t)
-	bin := filepath.Join(u.base, "fsx")
-	copyExecutable(t, fsx, bin)
-	p := ixPath{mnt: u.Path("workspaces/fsx"), disk: filepath.Join(u.Root, "workspaces", "fsx"), cred: userCred(), bin: bin}
-	if err := os.Mkdir(p.disk, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(p.disk, smOther, smOther); err != nil {
-		t.Fatal(err)
+	p := ixPath{mnt: u.Path("workspaces"), disk: filepath.Join(u.Root, "workspaces"), cred: userCred(), testBin: u.testBin}
+	if fsx != "" {
+		p.bin = filepath.Join(u.base, "fsx")
+		copyExecutable(t, fsx, p.bin)
 	}
 	return p
 }
@@ -80,7 +77,7 @@ func ixUserMount(t *testing.T, fsx string) ixPath {
 func ixServerMount(t *testing.T, fsx string) ixPath {
 	srv, addr := startServe(t)
 	m := mountServer(t, "unix:"+addr.Addr)
-	return ixDir(t, ixPath{mnt: m.Path("workspaces/fsx"), disk: filepath.Join(srv.Root, "workspaces", "fsx"), bin: fsx})
+	return ixPath{mnt: m.Path("workspaces"), disk: filepath.Join(srv.Root, "workspaces"), bin: fsx, testBin: os.Args[0]}
 }
 
 // ixDeviceMount is a device's tree at /mnt/ID of a gateway, the device
@@ -98,16 +95,27 @@ func ixDeviceMount(t *testing.T, fsx string) ixPath {
 	m := mountServer(t, sock.String())
 	testenv.WaitFor(t, 10*time.Second, "alpha joined", exists(m.Path("sys/devices/alpha")))
 	waitOnline(t, m.Mnt, "alpha", true, 10*time.Second)
-	return ixPath{mnt: m.Path("mnt/alpha/workspaces/src"), disk: src, bin: fsx, openWithin: time.Second}
+	return ixPath{mnt: m.Path("mnt/alpha/workspaces/src"), disk: src, bin: fsx, testBin: os.Args[0], openWithin: time.Second}
 }
 
-// ixDir makes p's directory through the mount.
-func ixDir(t *testing.T, p ixPath) ixPath {
+// ixMkdir makes directory name in p's: through the path, or where this
+// process cannot reach it (a user's mount has no allow_other), on the
+// disk for p's user.
+func ixMkdir(t *testing.T, p ixPath, name string) {
 	t.Helper()
-	if err := os.Mkdir(p.mnt, 0o755); err != nil {
+	if p.cred == nil {
+		if err := os.Mkdir(filepath.Join(p.mnt, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	disk := filepath.Join(p.disk, name)
+	if err := os.Mkdir(disk, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return p
+	if err := os.Chown(disk, int(p.cred.Uid), int(p.cred.Gid)); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // ixBuildFsx builds the checker's command, static (it also runs in the
@@ -155,8 +163,8 @@ func TestIntegrityFsx(t *testing.T) {
 	for _, path := range ixPaths {
 		t.Run(path.name, func(t *testing.T) {
 			p := path.setup(t, fsx)
-			t.Run("plain", func(t *testing.T) { ixRun(t, p, "f", seed, ops, false) })
-			t.Run("actor", func(t *testing.T) { ixRun(t, p, "g", seed+1, max(ops/10, 1), true) })
+			t.Run("plain", func(t *testing.T) { ixRun(t, p, "fsx-plain", seed, ops, false) })
+			t.Run("actor", func(t *testing.T) { ixRun(t, p, "fsx-actor", seed+1, max(ops/10, 1), true) })
 		})
 	}
 }
