@@ -400,18 +400,29 @@ func ixCloseToOpenRandom(t *testing.T, c ixCtx) {
 
 // ixMmapTailZero: after a truncate to the middle of a page, a mapping
 // of that page reads zeros past the new end, whether the old bytes were
-// read, mapped or written through the path before, and whether the
-// kernel still has the page or must read it again (dropped with
-// fadvise, or a fresh open).
+// read, mapped or written through the path before, and whether the kernel still has the page, must read it again
+// (dropped with fadvise), or the file grew again over it. The fault is a race (one in a few runs of
+// a sequence), so each sequence runs ixTailRounds times.
 func ixMmapTailZero(t *testing.T, c ixCtx) {
-	for i, before := range []string{"read", "mapped", "written", "synced"} {
-		for j, after := range []string{"kept", "dropped", "reopened", "regrown"} {
+	for i, before := range []string{"read", "mapped", "written"} {
+		for j, after := range []string{"kept", "dropped", "regrown"} {
 			t.Run(before+"/"+after, func(t *testing.T) {
-				ixMmapTail(t, filepath.Join(c.mnt, fmt.Sprint("f", i, j)), before, after)
+				rounds := ixTailRounds / 10
+				if before == "read" {
+					rounds = ixTailRounds
+				}
+				for k := 0; k < rounds && !t.Failed(); k++ {
+					ixMmapTail(t, filepath.Join(c.mnt, fmt.Sprint("f", i, j)), before, after)
+				}
 			})
 		}
 	}
 }
+
+// ixTailRounds is how often ixMmapTailZero runs a sequence after a read,
+// a tenth of it the others: on main the defect shows within a few dozen
+// runs of the sequences after a read.
+var ixTailRounds = 200
 
 func ixMmapTail(t *testing.T, p, before, after string) {
 	fd, err := unix.Open(p, unix.O_RDWR|unix.O_CREAT|unix.O_TRUNC, 0o644)
@@ -433,8 +444,6 @@ func ixMmapTail(t *testing.T, p, before, after string) {
 		}
 	case "written":
 		unix.Pwrite(fd, []byte{0xbb}, 4096+2000)
-	case "synced":
-		unix.Fsync(fd)
 	}
 	const size = 4096 + 100
 	if err := unix.Ftruncate(fd, size); err != nil {
@@ -444,11 +453,6 @@ func ixMmapTail(t *testing.T, p, before, after string) {
 	case "dropped":
 		unix.Fsync(fd)
 		unix.Fadvise(fd, 0, 0, unix.FADV_DONTNEED)
-	case "reopened":
-		unix.Close(fd)
-		if fd, err = unix.Open(p, unix.O_RDWR, 0); err != nil {
-			t.Fatal(err)
-		}
 	case "regrown":
 		// Grown again: what was cut off must not come back.
 		if err := unix.Ftruncate(fd, int64(len(old))); err != nil {

@@ -51,11 +51,12 @@ func unsupported(what string, err error) error {
 func (f OSFile) mapped(off, n int64, prot int, fn func(m []byte, at int64) error) (err error) {
 	start := off &^ (page - 1)
 	m, err := unix.Mmap(int(f.Fd()), start, int(off+n-start), prot, unix.MAP_SHARED)
-	if errors.Is(err, unix.EINVAL) && prot&unix.PROT_WRITE != 0 {
-		// How a file system with read-only mappings only refuses a
-		// writable one (generic_file_readonly_mmap: v9fs without a
-		// cache).
-		return fmt.Errorf("%w: a writable shared mmap: %v", errors.ErrUnsupported, err)
+	if errors.Is(err, unix.EINVAL) {
+		// The arguments are right (an aligned offset, a length): this
+		// is how a file system with read-only mappings only refuses a
+		// shared one of a file open for writing
+		// (generic_file_readonly_mmap: v9fs without a cache).
+		return fmt.Errorf("%w: a shared mmap of a file open for writing: %v", errors.ErrUnsupported, err)
 	}
 	if err != nil {
 		return unsupported("mmap", err)
