@@ -53,6 +53,9 @@ var ixRepros = []struct {
 	{"CloseToOpenRandom", []string{"passthrough", "no-passthrough", "user", "server"}, ixCloseToOpenRandom},
 	// Found on the way: a name made on the disk, opened at once.
 	{"NewNameShows", []string{"passthrough", "no-passthrough", "user", "server", "device"}, ixNewNameShows},
+	// Found by fsx on root's mount: a file made through the path and
+	// held, then written on the disk, and opened again.
+	{"HeldNewFileGrowsOnDisk", []string{"passthrough", "no-passthrough", "user", "server"}, ixHeldNewFileGrows},
 	// Defect 4: a mapping shows old bytes past EOF after a truncate.
 	{"MmapTailZero", []string{"passthrough", "no-passthrough", "user", "server", "device"}, ixMmapTailZero},
 	// Defect 5: a user's held file stays off the disk for 30 s.
@@ -241,6 +244,28 @@ func ixNewNameShows(t *testing.T, c ixCtx) {
 	}
 }
 
+// ixHeldNewFileGrows: a file created empty through the path and held
+// open, then written on the disk, reads its new content through a fresh
+// open (close-to-open) and through the held descriptor within a second,
+// and fstat says its new size.
+func ixHeldNewFileGrows(t *testing.T, c ixCtx) {
+	for i := range 10 {
+		mnt := filepath.Join(c.mnt, fmt.Sprint("f", i))
+		held, err := os.OpenFile(mnt, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := strings.Repeat("n", 0x160d)
+		ixWriteDisk(t, filepath.Join(c.disk, fmt.Sprint("f", i)), []byte(want), 0)
+		ixOpenFresh(t, c, mnt, want).Close()
+		ixHeldSees(t, held, want)
+		held.Close()
+		if t.Failed() {
+			return
+		}
+	}
+}
+
 // ixWriteDisk writes data at the start of the file at p, on the disk,
 // with extra open flags (O_TRUNC, or 0 to overwrite in place).
 func ixWriteDisk(t *testing.T, p string, data []byte, flags int) {
@@ -263,6 +288,7 @@ func ixOpenFresh(t *testing.T, c ixCtx, p, want string) *os.File {
 	t.Helper()
 	var f *os.File
 	var got string
+	var size int64
 	seen := testenv.Poll(c.openWithin, func() bool {
 		if f != nil {
 			f.Close()
@@ -272,20 +298,35 @@ func ixOpenFresh(t *testing.T, c ixCtx, p, want string) *os.File {
 			t.Fatal(err)
 		}
 		got = ixReadAll(t, f)
-		return got == want
+		size = ixSize(t, f)
+		return got == want && size == int64(len(want))
 	})
 	if !seen {
-		t.Errorf("a fresh open after the change on the disk reads %s, want %s", ixShort(got), ixShort(want))
+		t.Errorf("a fresh open after the change on the disk reads %s, fstat size %d; want %s", ixShort(got), size, ixShort(want))
 	}
 	return f
+}
+
+// ixSize is fstat's size of f.
+func ixSize(t *testing.T, f *os.File) int64 {
+	t.Helper()
+	fi, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
 }
 
 // ixHeldSees fails unless f reads want within a second.
 func ixHeldSees(t *testing.T, f *os.File, want string) {
 	t.Helper()
 	var got string
-	if !testenv.Poll(time.Second, func() bool { got = ixReadAll(t, f); return got == want }) {
-		t.Errorf("a held descriptor reads %s a second after the change on the disk, want %s", ixShort(got), ixShort(want))
+	var size int64
+	if !testenv.Poll(time.Second, func() bool {
+		got, size = ixReadAll(t, f), ixSize(t, f)
+		return got == want && size == int64(len(want))
+	}) {
+		t.Errorf("a held descriptor reads %s, fstat size %d, a second after the change on the disk; want %s", ixShort(got), size, ixShort(want))
 	}
 }
 
