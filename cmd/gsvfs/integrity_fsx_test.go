@@ -28,8 +28,9 @@ import (
 //
 // GSVFS_FSX_OPS sets the operations per path (20,000 by default; the
 // actor's variant runs a tenth of them, each fourth a change on the
-// disk), GSVFS_FSX_SEED the seed (random by default, printed on failure
-// with the replay line). A soak: GSVFS_FSX_OPS=1000000.
+// disk), GSVFS_FSX_SEED the seed (random by default; a failure prints
+// it, the last operations and the command line that replays it). A
+// soak: GSVFS_FSX_OPS=1000000 go test -run TestIntegrityFsx ./cmd/gsvfs.
 
 // ixPath is where one data path shows a directory, and where that
 // directory is on the disk the path serves.
@@ -155,6 +156,16 @@ func ixSeed(t *testing.T) uint64 {
 	return rand.Uint64()
 }
 
+// ixReplay is the command line that runs test t again with seed and
+// ops as GSVFS_FSX_SEED and GSVFS_FSX_OPS.
+func ixReplay(t *testing.T, seed uint64, ops int) string {
+	run := ""
+	for _, part := range strings.Split(t.Name(), "/") {
+		run += "/^" + part + "$"
+	}
+	return fmt.Sprintf("GSVFS_FSX_SEED=%#x GSVFS_FSX_OPS=%d go test -count=1 -run '%s' ./cmd/gsvfs", seed, ops, run[1:])
+}
+
 // TestIntegrityFsx runs the checker on each data path: plain, then with
 // the second actor on the disk.
 func TestIntegrityFsx(t *testing.T) {
@@ -163,16 +174,18 @@ func TestIntegrityFsx(t *testing.T) {
 	for _, path := range ixPaths {
 		t.Run(path.name, func(t *testing.T) {
 			p := path.setup(t, fsx)
-			t.Run("plain", func(t *testing.T) { ixRun(t, p, "fsx-plain", seed, ops, false) })
-			t.Run("actor", func(t *testing.T) { ixRun(t, p, "fsx-actor", seed+1, max(ops/10, 1), true) })
+			t.Run("plain", func(t *testing.T) { ixRun(t, p, "fsx-plain", seed, ops, ops, false) })
+			t.Run("actor", func(t *testing.T) { ixRun(t, p, "fsx-actor", seed, ops, max(ops/10, 1), true) })
 		})
 	}
 }
 
-// ixRun runs the checker on file name of p's directory, as p's user.
-func ixRun(t *testing.T, p ixPath, name string, seed uint64, ops int, actor bool) {
+// ixRun runs the checker on file name of p's directory, as p's user,
+// for ops operations of the test's count (GSVFS_FSX_OPS) of all.
+func ixRun(t *testing.T, p ixPath, name string, seed uint64, all, ops int, actor bool) {
 	t.Helper()
-	args := []string{"-file", filepath.Join(p.mnt, name), "-seed", fmt.Sprint(seed), "-ops", fmt.Sprint(ops)}
+	args := []string{"-file", filepath.Join(p.mnt, name), "-seed", fmt.Sprint(seed), "-ops", fmt.Sprint(ops),
+		"-replay", ixReplay(t, seed, all)}
 	if actor {
 		args = append(args, "-disk", filepath.Join(p.disk, name), "-open-within", p.openWithin.String())
 	}

@@ -83,6 +83,9 @@ type Config struct {
 	FullEvery  int       // whole-file check period; default 100
 	Keep       int       // operations kept for a failure; default 40
 	Log        io.Writer // a line per skipped kind and a summary; may be nil
+	// Replay is how a failure says to run it again; by default the
+	// seed and count as GSVFS_FSX_SEED and GSVFS_FSX_OPS.
+	Replay string
 }
 
 // page is the mapping granularity the checks assume; a larger page only
@@ -91,11 +94,12 @@ const page = 4096
 
 // Failure is a run's first disagreement with the model.
 type Failure struct {
-	Seed  uint64
-	Op    int      // the failing operation's number, from 1
-	Ops   int      // the run's count, for the replay line
-	What  string   // the operation and what was wrong
-	Trail []string // the operations before it, oldest first
+	Seed   uint64
+	Op     int      // the failing operation's number, from 1
+	Ops    int      // the run's count, for the replay line
+	What   string   // the operation and what was wrong
+	Trail  []string // the operations before it, oldest first
+	Replay string   // how to run it again; "" for the default
 }
 
 func (f *Failure) Error() string {
@@ -105,7 +109,11 @@ func (f *Failure) Error() string {
 	for _, l := range f.Trail {
 		fmt.Fprintf(&b, "  %s\n", l)
 	}
-	fmt.Fprintf(&b, "replay: GSVFS_FSX_SEED=%#x GSVFS_FSX_OPS=%d", f.Seed, f.Ops)
+	if f.Replay != "" {
+		fmt.Fprintf(&b, "replay: %s", f.Replay)
+	} else {
+		fmt.Fprintf(&b, "replay: GSVFS_FSX_SEED=%#x GSVFS_FSX_OPS=%d", f.Seed, f.Ops)
+	}
 	return b.String()
 }
 
@@ -214,7 +222,7 @@ func (c *Config) defaults() {
 
 // fail wraps err, the failing operation's, with the run's trail.
 func (r *run) fail(err error) error {
-	return &Failure{Seed: r.cfg.Seed, Op: r.n, Ops: r.cfg.Ops, What: err.Error(), Trail: r.trail}
+	return &Failure{Seed: r.cfg.Seed, Op: r.n, Ops: r.cfg.Ops, What: err.Error(), Trail: r.trail, Replay: r.cfg.Replay}
 }
 
 // note logs operation text for a failure's trail.

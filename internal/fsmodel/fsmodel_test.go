@@ -304,6 +304,29 @@ func TestModelOnDisk(t *testing.T) {
 	}
 }
 
+// TestModelAskDisk runs the checker with its second actor in another
+// place (as in the VM: asked through a directory, answered by Answer).
+func TestModelAskDisk(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("SKIPPED: the checker's files are Linux's")
+	}
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f")
+	stop, done := make(chan struct{}), make(chan error, 1)
+	go func() { done <- Answer(dir, PathDisk(p), stop) }()
+	st, err := Run(Config{Seed: 5, Ops: 400, Open: OpenPath(p), Disk: &AskDisk{Dir: dir}})
+	close(stop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Answer: %v", err)
+	}
+	if st.Done[opActor] == 0 {
+		t.Errorf("the actor never acted: %s", st)
+	}
+}
+
 // testLog writes the checker's log lines to the test's.
 type testLog struct{ t *testing.T }
 
