@@ -163,7 +163,7 @@ func ixReplay(t *testing.T, seed uint64, ops int) string {
 	for _, part := range strings.Split(t.Name(), "/") {
 		run += "/^" + part + "$"
 	}
-	return fmt.Sprintf("GSVFS_FSX_SEED=%#x GSVFS_FSX_OPS=%d go test -count=1 -run '%s' ./cmd/gsvfs", seed, ops, run[1:])
+	return fmt.Sprintf("GSVFS_FSX_SEED=%#x GSVFS_FSX_OPS=%d go test -count=1 -run \"%s\" ./cmd/gsvfs", seed, ops, run[1:])
 }
 
 // TestIntegrityFsx runs the checker on each data path: plain, then with

@@ -35,6 +35,9 @@ func TestIntegrityFsxKernel9P(t *testing.T) {
 		t.Skip("SKIPPED: not root; vm9p runs qemu as root and installs it with apt-get on first use")
 	}
 	runner := k9Runner(t)
+	// Mostly the emulated guest's time, on a CPU of its own: in
+	// parallel with the other parallel tests.
+	t.Parallel()
 	base := t.TempDir()
 	files := filepath.Join(base, "guestfsx") // shipped whole to /vm9p/files/guestfsx
 	if err := os.Mkdir(files, 0o755); err != nil {
