@@ -166,13 +166,16 @@ func ixReplay(t *testing.T, seed uint64, ops int) string {
 	return fmt.Sprintf("GSVFS_FSX_SEED=%#x GSVFS_FSX_OPS=%d go test -count=1 -run \"%s\" ./cmd/gsvfs", seed, ops, run[1:])
 }
 
-// TestIntegrityFsx runs the checker on each data path: plain, then with
-// the second actor on the disk.
+// TestIntegrityFsx runs the checker on each data path, the paths in
+// parallel: plain, then with the second actor on the disk.
 func TestIntegrityFsx(t *testing.T) {
 	fsx := ixBuildFsx(t, testenv.SharedDir(t, "gsvfs-fsx-", 0o755))
 	ops, seed := ixOps(t), ixSeed(t)
 	for _, path := range ixPaths {
 		t.Run(path.name, func(t *testing.T) {
+			// The paths in parallel: each mostly waits on round trips
+			// between the checker, the kernel and a daemon.
+			t.Parallel()
 			p := path.setup(t, fsx)
 			t.Run("plain", func(t *testing.T) { ixRun(t, p, "fsx-plain", seed, ops, ops, false) })
 			t.Run("actor", func(t *testing.T) { ixRun(t, p, "fsx-actor", seed, ops, max(ops/10, 1), true) })

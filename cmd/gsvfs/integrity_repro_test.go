@@ -63,10 +63,11 @@ var ixRepros = []struct {
 }
 
 // TestIntegrityRepro runs each reproduction on its paths, a path's
-// mount set up once for all of them.
+// mount set up once for all of them, the paths in parallel.
 func TestIntegrityRepro(t *testing.T) {
 	for _, path := range ixPaths {
 		t.Run(path.name, func(t *testing.T) {
+			t.Parallel() // as in TestIntegrityFsx
 			var p *ixPath
 			for _, r := range ixRepros {
 				if !slices.Contains(r.paths, path.name) {
