@@ -53,8 +53,9 @@ var ixRepros = []struct {
 	{"CloseToOpenRandom", []string{"passthrough", "no-passthrough", "user", "server"}, ixCloseToOpenRandom},
 	// Found on the way: a name made on the disk, opened at once.
 	{"NewNameShows", []string{"passthrough", "no-passthrough", "user", "server", "device"}, ixNewNameShows},
-	// Found by fsx on root's mount: a file made through the path and
-	// held, then written on the disk, and opened again.
+	// Found by fsx: a file made through the path and held, then
+	// written on the disk, and opened again (fsx's first change; on
+	// root's mount only fsx's run fails it, after its probe).
 	{"HeldNewFileGrowsOnDisk", []string{"passthrough", "no-passthrough", "user", "server"}, ixHeldNewFileGrows},
 	// Defect 4: a mapping shows old bytes past EOF after a truncate.
 	{"MmapTailZero", []string{"passthrough", "no-passthrough", "user", "server", "device"}, ixMmapTailZero},
