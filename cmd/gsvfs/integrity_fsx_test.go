@@ -169,7 +169,7 @@ func ixReplay(t *testing.T, seed uint64, ops int) string {
 // TestIntegrityFsx runs the checker on each data path, the paths in
 // parallel: plain, then with the second actor on the disk.
 func TestIntegrityFsx(t *testing.T) {
-	fsx := ixBuildFsx(t, testenv.SharedDir(t, "gsvfs-fsx-", 0o755))
+	fsx := ixBuildFsx(t, t.TempDir())
 	ops, seed := ixOps(t), ixSeed(t)
 	for _, path := range ixPaths {
 		t.Run(path.name, func(t *testing.T) {
