@@ -30,7 +30,8 @@ import (
 // actor's variant runs a tenth of them, each fourth a change on the
 // disk), GSVFS_FSX_SEED the seed (random by default; a failure prints
 // it, the last operations and the command line that replays it). A
-// soak: GSVFS_FSX_OPS=1000000 go test -run TestIntegrityFsx ./cmd/gsvfs.
+// soak: GSVFS_FSX_OPS=1000000 go test -timeout 4h -run TestIntegrityFsx
+// ./cmd/gsvfs.
 
 // ixPath is where one data path shows a directory, and where that
 // directory is on the disk the path serves.
@@ -192,7 +193,10 @@ func ixRun(t *testing.T, p ixPath, name string, seed uint64, all, ops int, actor
 	if actor {
 		args = append(args, "-disk", filepath.Join(p.disk, name), "-open-within", p.openWithin.String())
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	// A bound for a hung mount, not a measure: 20,000 operations take
+	// 10-20 s here, a soak's million some 10 minutes a path, more on a
+	// loaded machine (go test's -timeout must allow it too).
+	ctx, cancel := context.WithTimeout(context.Background(), max(10*time.Minute, time.Duration(ops)*3*time.Millisecond))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, p.bin, args...)
 	if p.cred != nil {
