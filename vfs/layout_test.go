@@ -43,7 +43,9 @@ func TestDependenciesPointOneWay(t *testing.T) {
 		// binds laid by descriptor (openat2, open_tree, move_mount);
 		// cmd/gsvfs for dup2 onto stdout and stderr at a log rotation,
 		// which the standard library lacks on linux/arm64.
-		"golang.org/x/sys/unix":         {"vfs/diskfs", "vfs/ninep", "vfs/fusefs", "cmd/gsvfs"},
+		// internal/fsmodel for the model checker's mmap,
+		// copy_file_range and fallocate.
+		"golang.org/x/sys/unix":         {"vfs/diskfs", "vfs/ninep", "vfs/fusefs", "cmd/gsvfs", "internal/fsmodel"},
 		"golang.org/x/sync":             {"vfs/ninep", "internal/daemon"},
 		"github.com/charmbracelet/x/vt": {"shelld"},     // /proc/<id>/screen
 		"github.com/bmatcuk/doublestar": {"mounts"},     // refused paths
@@ -66,11 +68,15 @@ func TestDependenciesPointOneWay(t *testing.T) {
 	// Packages that only the ones listed may import.
 	onlyImportedBy := map[string][]string{
 		"internal/daemon": {"cmd/gsvfs"},
+		// The model checker is for tests and its own small command
+		// (which the tests run as another user and in the VM).
+		"internal/fsmodel": {"internal/fsmodel/fsx"},
 	}
 	// Packages that may import, from this module, only the ones listed.
 	onlyImports := map[string][]string{
 		// shelld for the type of a session's status.
-		"internal/client": {"vfs", "vfs/ninep", "shelld"},
+		"internal/client":  {"vfs", "vfs/ninep", "shelld"},
+		"internal/fsmodel": {},
 	}
 	// The centre, and the helpers every part may use, stand on the
 	// standard library alone.

@@ -22,7 +22,7 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
-	if os.Getenv(stderrChildEnv) != "" || os.Getenv(userChildEnv) != "" {
+	if os.Getenv(stderrChildEnv) != "" || os.Getenv(userChildEnv) != "" || os.Getenv(ixPartEnv) != "" {
 		os.Exit(m.Run()) // a test's child process: it runs no daemon
 	}
 	// The daemon under test may be built with the race detector: its
