@@ -22,7 +22,7 @@ type place struct {
 // A fid is shared by the requests that name it; refs counts them plus the
 // fid table's own reference, and the last release closes what it holds.
 type fid struct {
-	at  atomic.Pointer[place] // swapped by Trename; the node never changes
+	at  atomic.Pointer[place] // swapped by Trename, and by an open of a name that leads elsewhere now (moveFid)
 	uid uint32                // the attaching user; new files are theirs
 
 	mu     sync.Mutex // guards the open state below
@@ -108,6 +108,17 @@ func (c *conn) addFid(n uint32, f *fid) error {
 	return nil
 }
 
+// moveFid makes f stand at p instead, p's node counted as referred to
+// and the old one let go as release would.
+func (c *conn) moveFid(f *fid, p *place) {
+	if fg, ok := p.node.(vfs.Forgetter); ok {
+		c.mu.Lock()
+		c.nodeRefs[fg]++
+		c.mu.Unlock()
+	}
+	c.unref(f.at.Swap(p).node)
+}
+
 // replaceFid points n at f instead of what it held (a walk onto itself).
 func (c *conn) replaceFid(n uint32, f *fid) {
 	c.mu.Lock()
@@ -145,7 +156,13 @@ func (c *conn) release(f *fid) {
 		h.Close()
 		c.dropOpen()
 	}
-	fg, ok := f.node().(vfs.Forgetter)
+	c.unref(f.node())
+}
+
+// unref tells a forgettable node when the connection no longer refers
+// to it.
+func (c *conn) unref(n vfs.Node) {
+	fg, ok := n.(vfs.Forgetter)
 	if !ok {
 		return
 	}

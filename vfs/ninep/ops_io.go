@@ -39,18 +39,11 @@ func (c *conn) lopen(ctx context.Context, m *Tlopen) (Message, error) {
 		if f.opened() {
 			return nil, vfs.Error("open", "", syscall.EBADF)
 		}
-		a, err := f.node().Attr(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if !openable(a) {
-			return nil, vfs.Error("open", "", syscall.EOPNOTSUPP)
-		}
 		flags := c.host().openFromWire(m.Flags & wireOpenMask)
 		if err := c.takeOpen(); err != nil {
 			return nil, err
 		}
-		h, err := f.node().Open(ctx, flags)
+		h, a, err := c.openNamed(ctx, f, flags)
 		if err == nil {
 			if err = f.setOpen(h, flags); err != nil {
 				h.Close()
@@ -62,6 +55,44 @@ func (c *conn) lopen(ctx context.Context, m *Tlopen) (Message, error) {
 		}
 		return &Rlopen{QID: attrQID(a), Iounit: c.iounit()}, nil
 	})
+}
+
+// openNamed opens what f stands on. A file whose name now leads to
+// another (renamed over, or removed and made again, on the disk behind
+// the tree's back) answers ESTALE; then f's name is walked again from
+// its directory and the open reaches what the name leads to now, as
+// open(2) of the name would. Linux's v9fs client opens a file by a clone
+// of its dentry's fid, and keeps the dentry of a file held open, so to
+// it a fid stands for a name, as on a server whose fids carry paths
+// (diod); a fid already open keeps its file, as a descriptor does.
+func (c *conn) openNamed(ctx context.Context, f *fid, flags int) (vfs.Handle, vfs.Attr, error) {
+	h, a, err := openNode(ctx, f.node(), flags)
+	if !errors.Is(err, syscall.ESTALE) {
+		return h, a, err
+	}
+	p := f.at.Load()
+	if p.parent == nil || vfs.CheckName("open", p.name) != nil {
+		return nil, vfs.Attr{}, err
+	}
+	next, err := walkOne(ctx, p.parent, p.name)
+	if err != nil {
+		return nil, vfs.Attr{}, err
+	}
+	c.moveFid(f, next)
+	return openNode(ctx, next.node, flags)
+}
+
+// openNode opens n if the server opens a file of its type (openable).
+func openNode(ctx context.Context, n vfs.Node, flags int) (vfs.Handle, vfs.Attr, error) {
+	a, err := n.Attr(ctx)
+	if err != nil {
+		return nil, vfs.Attr{}, err
+	}
+	if !openable(a) {
+		return nil, vfs.Attr{}, vfs.Error("open", "", syscall.EOPNOTSUPP)
+	}
+	h, err := n.Open(ctx, flags)
+	return h, a, err
 }
 
 // openable reports whether the server opens a file of a's type. FIFOs,

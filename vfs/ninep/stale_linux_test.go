@@ -10,9 +10,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/gsvfs/gsvfs/vfs"
+	"github.com/gsvfs/gsvfs/vfs/diskfs"
 )
 
 // Issue 28's reproductions at the client: a gsvfs server of a disk tree,
@@ -220,5 +222,55 @@ func pages(t *testing.T, h vfs.Handle, n int) {
 		if _, err := h.ReadAt(context.Background(), buf, int64(i)*4096); err != nil && err != io.EOF {
 			t.Fatal(err)
 		}
+	}
+}
+
+// Issue 28: Linux's v9fs client opens a file through a clone of its
+// dentry's fid (Twalk with no names, then Tlopen), and keeps the dentry
+// of a file held open. After the name is renamed over on the disk, that
+// open reaches what the name leads to now, as open(2) of the name does,
+// while the fid held open keeps reading the file it opened. Before the
+// fix the open failed with ESTALE.
+func TestCloneOpenAfterRenameOverOnDisk(t *testing.T) {
+	dir := t.TempDir()
+	mustWrite(t, filepath.Join(dir, "f"), "old")
+	mustWrite(t, filepath.Join(dir, "g"), "new!")
+	d, err := diskfs.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, addr := serve(t, d.Root())
+	w := wireAttach(t, addr) // fid 1: the root
+	defer w.nc.Close()
+	const dentry, held, fresh = 2, 3, 4
+	w.want(t, &Twalk{Fid: 1, NewFid: dentry, Names: []string{"f"}})
+	w.want(t, &Twalk{Fid: dentry, NewFid: held})
+	w.want(t, &Tlopen{Fid: held, Flags: 0})
+	if err := os.Rename(filepath.Join(dir, "g"), filepath.Join(dir, "f")); err != nil {
+		t.Fatal(err)
+	}
+	w.want(t, &Twalk{Fid: dentry, NewFid: fresh})
+	if r, ok := w.rpc(t, 1, &Tlopen{Fid: fresh, Flags: 0}).(*Rlerror); ok {
+		t.Fatalf("open of a clone of the name's fid: %v, want the file the name leads to", syscall.Errno(r.Ecode))
+	}
+	for _, c := range []struct {
+		fid  uint32
+		want string
+	}{{fresh, "new!"}, {held, "old"}} {
+		r, ok := w.rpc(t, 1, &Tread{Fid: c.fid, Count: 100}).(*Rread)
+		if got := ""; !ok || string(r.Data) != c.want {
+			if ok {
+				got = string(r.Data)
+			}
+			t.Errorf("read of fid %d: %q, want %q", c.fid, got, c.want)
+		}
+	}
+}
+
+// want sends m and fails unless the server answers it without an error.
+func (r *wireConn) want(t *testing.T, m Message) {
+	t.Helper()
+	if e, ok := r.rpc(t, 1, m).(*Rlerror); ok {
+		t.Fatalf("%T: %v", m, syscall.Errno(e.Ecode))
 	}
 }
