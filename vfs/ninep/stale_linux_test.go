@@ -274,3 +274,64 @@ func (r *wireConn) want(t *testing.T, m Message) {
 		t.Fatalf("%T: %v", m, syscall.Errno(e.Ecode))
 	}
 }
+
+// Issue 28: on a server of this machine's disk (ClientOptions.Exact)
+// an open sees what the disk had before it, whether or not the notice
+// of the change has come: here none ever comes (the tree's watch tells
+// nothing), so what the client held could answer only from before the
+// change. Before the fix the name made on the disk was missing (held
+// by the listing, then by the miss), and the file made through the
+// client, then written on the disk, opened with its size as made.
+func TestExactOpenSeesTheDisk(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name  string
+		setup func(t *testing.T, root vfs.Node) // through the client, before
+		disk  func(t *testing.T, p string)      // on the disk, behind it
+	}{
+		{"a name made on the disk", func(t *testing.T, root vfs.Node) {
+			if _, err := vfs.ReadDirAll(ctx, root); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := root.Lookup(ctx, "f"); err == nil {
+				t.Fatal("f found before it was made")
+			}
+		}, func(t *testing.T, p string) { mustWrite(t, p, "made on the disk") }},
+		{"a file made through the client, written on the disk", func(t *testing.T, root vfs.Node) {
+			_, h, err := root.Create(ctx, "f", os.O_RDWR, 0o644)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { h.Close() })
+		}, func(t *testing.T, p string) { overwrite(t, p, "made on the disk") }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			d, err := diskfs.New(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, addr := serve(t, &watchRoot{Node: d.Root()})
+			cl, root := dialWith(t, addr, "", ClientOptions{Exact: true})
+			noticesOn(t, cl)
+			c.setup(t, root)
+			c.disk(t, filepath.Join(dir, "f"))
+			f, err := root.Lookup(ctx, "f")
+			if err != nil {
+				t.Fatalf("lookup after the change: %v", err)
+			}
+			h, err := f.Open(ctx, os.O_RDONLY)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Close()
+			a, err := h.(vfs.HandleAttrer).Attr(ctx)
+			if got, want := a.Size, int64(len("made on the disk")); err != nil || got != want {
+				t.Errorf("the open's size: %d (%v), want %d", got, err, want)
+			}
+			if got, want := readFrom(t, h, 0), "made on the disk"; got != want {
+				t.Errorf("the open reads %q, want %q", got, want)
+			}
+		})
+	}
+}
