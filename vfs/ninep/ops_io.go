@@ -57,29 +57,14 @@ func (c *conn) lopen(ctx context.Context, m *Tlopen) (Message, error) {
 	})
 }
 
-// openNamed opens what f stands on. A file whose name now leads to
-// another (renamed over, or removed and made again, on the disk behind
-// the tree's back) answers ESTALE; then f's name is walked again from
-// its directory and the open reaches what the name leads to now, as
-// open(2) of the name would. Linux's v9fs client opens a file by a clone
-// of its dentry's fid, and keeps the dentry of a file held open, so to
-// it a fid stands for a name, as on a server whose fids carry paths
-// (diod); a fid already open keeps its file, as a descriptor does.
-func (c *conn) openNamed(ctx context.Context, f *fid, flags int) (vfs.Handle, vfs.Attr, error) {
-	h, a, err := openNode(ctx, f.node(), flags)
-	if !errors.Is(err, syscall.ESTALE) {
-		return h, a, err
-	}
-	p := f.at.Load()
-	if p.parent == nil || vfs.CheckName("open", p.name) != nil {
-		return nil, vfs.Attr{}, err
-	}
-	next, err := walkOne(ctx, p.parent, p.name)
-	if err != nil {
-		return nil, vfs.Attr{}, err
-	}
-	c.moveFid(f, next)
-	return openNode(ctx, next.node, flags)
+// openNamed opens what f stands on, or what its name leads to now
+// (byName).
+func (c *conn) openNamed(ctx context.Context, f *fid, flags int) (h vfs.Handle, a vfs.Attr, err error) {
+	err = c.byName(ctx, f, func() error {
+		h, a, err = openNode(ctx, f.node(), flags)
+		return err
+	})
+	return h, a, err
 }
 
 // openNode opens n if the server opens a file of its type (openable).

@@ -226,11 +226,12 @@ func pages(t *testing.T, h vfs.Handle, n int) {
 }
 
 // Issue 28: Linux's v9fs client opens a file through a clone of its
-// dentry's fid (Twalk with no names, then Tlopen), and keeps the dentry
-// of a file held open. After the name is renamed over on the disk, that
-// open reaches what the name leads to now, as open(2) of the name does,
-// while the fid held open keeps reading the file it opened. Before the
-// fix the open failed with ESTALE.
+// dentry's fid (Twalk with no names, then Tlopen), stats through that
+// fid, and keeps the dentry of a file held open. After the name is
+// renamed over on the disk, that open and stat reach what the name leads
+// to now, as open(2) and stat(2) of the name do, while the fid held open
+// keeps reading the file it opened. Before the fix both failed with
+// ESTALE.
 func TestCloneOpenAfterRenameOverOnDisk(t *testing.T) {
 	dir := t.TempDir()
 	mustWrite(t, filepath.Join(dir, "f"), "old")
@@ -252,6 +253,11 @@ func TestCloneOpenAfterRenameOverOnDisk(t *testing.T) {
 	w.want(t, &Twalk{Fid: dentry, NewFid: fresh})
 	if r, ok := w.rpc(t, 1, &Tlopen{Fid: fresh, Flags: 0}).(*Rlerror); ok {
 		t.Fatalf("open of a clone of the name's fid: %v, want the file the name leads to", syscall.Errno(r.Ecode))
+	}
+	// v9fs's fstat asks the dentry's fid.
+	r, ok := w.rpc(t, 1, &Tgetattr{Fid: dentry, Mask: AttrBasic}).(*Rgetattr)
+	if !ok || r.Size != uint64(len("new!")) {
+		t.Errorf("stat of the name's fid: %#v, want the size of the file the name leads to", r)
 	}
 	for _, c := range []struct {
 		fid  uint32
