@@ -39,10 +39,13 @@ type redialer struct {
 	link   *relink.Link // nil while the server is away
 }
 
-// mountClient is how a mount's client speaks to its server: writes go
-// behind (ninep.DefaultWriteBehind), since the mount's flush at close(2)
-// waits for them and reports their errors.
-var mountClient = ninep.ClientOptions{WriteBehind: ninep.DefaultWriteBehind}
+// mountClient is how a mount's client speaks to its server at a: writes
+// go behind (ninep.DefaultWriteBehind), since the mount's flush at
+// close(2) waits for them and reports their errors; a unix socket's
+// server is on this machine, where close-to-open is exact.
+func mountClient(a ninep.Address) ninep.ClientOptions {
+	return ninep.ClientOptions{WriteBehind: ninep.DefaultWriteBehind, Exact: a.Network == "unix"}
+}
 
 // redialTree dials a, which must answer now, and returns the tree that
 // follows it across reconnections, and how to end it.
@@ -51,7 +54,7 @@ func redialTree(a ninep.Address) (vfs.Node, func(), error) {
 	c, root, err := client.DialTreeChecked(a, func(nc net.Conn) (err error) {
 		r.uid, err = serverUid(nc)
 		return err
-	}, mountClient)
+	}, mountClient(a))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -96,7 +99,7 @@ func (r *redialer) redial() *ninep.Client {
 		if r.ctx.Err() != nil {
 			return nil
 		}
-		c, root, err := client.DialTreeChecked(r.a, r.sameServer, mountClient)
+		c, root, err := client.DialTreeChecked(r.a, r.sameServer, mountClient(r.a))
 		if err == nil {
 			r.set(c, &relink.Link{Root: root})
 			slog.Info("the 9P server is back", "server", r.a.String())

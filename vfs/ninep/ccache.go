@@ -53,6 +53,10 @@ import (
 //     (TestCacheCountsContentChanges).
 //  5. The entries cost at most the cache's size, one listing at most an
 //     eighth of it (TestCacheBounded, TestNoticeFloodBounded).
+//  6. On a server of this machine's disk (ClientOptions.Exact), where
+//     the notices still come behind, no miss is answered from the cache
+//     and an open holds the server's answer to it as the file's
+//     attributes, so close-to-open is exact (TestExactOpenSeesTheDisk).
 
 // CacheTTL is how long the client trusts what the server said without
 // change notices.

@@ -54,6 +54,17 @@ type ClientOptions struct {
 	// connection goes past its bound (the listing fails with EFBIG;
 	// the connection is kept), so the owner can log it once.
 	OverBound func(*LimitError)
+	// Exact, if set, says the server shares this machine's disk (a
+	// `gsvfs mount --server` of a local daemon), where close-to-open is
+	// exact (DESIGN.md section 3) while the server's change notices
+	// still come behind: what an open depends on is asked of the server
+	// rather than answered from notices that may not have come yet. A
+	// name found missing is walked again (an open of it is a lookup
+	// only), and an opened file's attributes are fetched with the open.
+	// Other answers (a present name's walk, a stat) stay cached. Unset
+	// (a link to a device), an open is causal and costs no round trip
+	// for what the cache holds.
+	Exact bool
 
 	host *hostNumbers // the numbers the caller speaks (this OS's if nil)
 }
@@ -73,6 +84,7 @@ type Client struct {
 
 	host     *hostNumbers // the numbers the caller speaks
 	extended bool         // VersionExt negotiated; fixed before the client is returned
+	exact    bool         // ClientOptions.Exact
 	notices  notices
 	cache    *cache
 
@@ -166,7 +178,7 @@ func NewClient(ctx context.Context, nc net.Conn, opts ClientOptions) (*Client, e
 		limits: l, tags: make(chan uint16, l.Tags), mem: semaphore.NewWeighted(l.Memory),
 		clunks: make(chan uint32, l.Clunks), overBound: opts.OverBound,
 		pending: map[uint16]*waiter{}, lastRecv: time.Now(), cache: newCache(opts.CacheSize),
-		dead: make(chan struct{}),
+		dead: make(chan struct{}), exact: opts.Exact,
 	}
 	if opts.WriteBehind > 0 {
 		c.behind = newBehind(opts.WriteBehind)

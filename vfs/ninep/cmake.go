@@ -53,6 +53,13 @@ func (n *node) listedMiss(name string) bool {
 	return ok && !slices.ContainsFunc(v.([]vfs.DirEntry), func(e vfs.DirEntry) bool { return e.Name == name })
 }
 
+// heldMiss reports whether the cache says name is not in n: by its own
+// miss, or by a whole listing.
+func (n *node) heldMiss(name string) bool {
+	_, ok := n.c.cache.get(cacheKey{cMiss, n.qid.Path, name})
+	return ok || n.listedMiss(name)
+}
+
 // lacks reports whether n's names are held and name is not among them.
 func (n *node) lacks(name string) bool {
 	has, held := n.c.cache.nameHeld(n.qid.Path, name)
@@ -83,7 +90,9 @@ func (n *node) named(name string, made bool, err error) {
 // name, or by a whole listing), a file just made, a name just listed.
 // found false: the server must be asked.
 func (n *node) known(name string) (kid *node, a vfs.Attr, found bool, err error) {
-	if _, ok := n.c.cache.get(cacheKey{cMiss, n.qid.Path, name}); ok || n.listedMiss(name) {
+	// On a server of this machine's disk a miss is asked again: an open
+	// of the name depends on it (ClientOptions.Exact).
+	if !n.c.exact && n.heldMiss(name) {
 		return nil, vfs.Attr{}, true, vfs.Error("lookup", name, syscall.ENOENT)
 	}
 	if kid, a := n.fromListing(name); kid != nil {

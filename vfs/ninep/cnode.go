@@ -325,8 +325,31 @@ func (n *node) open(ctx context.Context, flags int) (vfs.Handle, error) {
 	h := n.c.newHandle(fid, r.QID, flags)
 	if d, ok := h.(*dirHandle); ok {
 		d.dir = n // its listings may prefill n's lookups
+	} else if n.c.exact {
+		if err := n.c.vouch(ctx, fid); err != nil {
+			h.Close()
+			return nil, err
+		}
 	}
 	return h, nil
+}
+
+// vouch makes what the cache holds of the file just opened through fid
+// the server's answer now (ClientOptions.Exact: a notice of a change
+// made before the open may not have come yet). Held otherwise, the file
+// changed: what was held is dropped, its content's count moved, and the
+// answer held briefly, as one to this client's own change is.
+func (c *Client) vouch(ctx context.Context, fid uint32) error {
+	r, err := do[*Rgetattr](ctx, c, &Tgetattr{Fid: fid, Mask: AttrBasic})
+	if err != nil {
+		return asErr("getattr", err)
+	}
+	if a := c.wireAttr(r); !c.cache.holdsAsIs(a) {
+		c.cache.dropFile(a.Ino)
+		c.cache.changedContent(a.Ino)
+		c.heldReply(r)
+	}
+	return nil
 }
 
 // openFid walks a new fid to the file and opens it: with the extensions

@@ -2,6 +2,7 @@ package ninep
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -22,7 +23,7 @@ type place struct {
 // A fid is shared by the requests that name it; refs counts them plus the
 // fid table's own reference, and the last release closes what it holds.
 type fid struct {
-	at  atomic.Pointer[place] // swapped by Trename; the node never changes
+	at  atomic.Pointer[place] // swapped by Trename, and by byName
 	uid uint32                // the attaching user; new files are theirs
 
 	mu     sync.Mutex // guards the open state below
@@ -108,6 +109,46 @@ func (c *conn) addFid(n uint32, f *fid) error {
 	return nil
 }
 
+// byName runs fn, a request on f's node, and for a plain 9P2000.L
+// connection runs it again on what f's name leads to now if the node
+// answered ESTALE: its file no longer has the name (renamed over, or
+// removed and made again, on the disk behind the tree's back). Linux's
+// v9fs client opens, stats and truncates a file through its dentry's fid
+// (a clone walk, then Tlopen) and keeps the dentry of a file held open,
+// so to it an unopened fid stands for a name, as on a server whose fids
+// carry paths (diod): the open reaches what open(2) of the name would.
+// A fid already open keeps its file, as a descriptor does; a gsvfs
+// client (the extensions) is told ESTALE and walks the name again itself,
+// as its node is one file. Only a request that failed walks: the hot
+// path pays nothing.
+func (c *conn) byName(ctx context.Context, f *fid, fn func() error) error {
+	err := fn()
+	if !errors.Is(err, syscall.ESTALE) || c.extended.Load() || f.opened() {
+		return err
+	}
+	p := f.at.Load()
+	if p.parent == nil || vfs.CheckName("walk", p.name) != nil {
+		return err
+	}
+	next, err := walkOne(ctx, p.parent, p.name)
+	if err != nil {
+		return err
+	}
+	c.moveFid(f, next)
+	return fn()
+}
+
+// moveFid makes f stand at p instead, p's node counted as referred to
+// and the old one let go as release would.
+func (c *conn) moveFid(f *fid, p *place) {
+	if fg, ok := p.node.(vfs.Forgetter); ok {
+		c.mu.Lock()
+		c.nodeRefs[fg]++
+		c.mu.Unlock()
+	}
+	c.unref(f.at.Swap(p).node)
+}
+
 // replaceFid points n at f instead of what it held (a walk onto itself).
 func (c *conn) replaceFid(n uint32, f *fid) {
 	c.mu.Lock()
@@ -145,7 +186,13 @@ func (c *conn) release(f *fid) {
 		h.Close()
 		c.dropOpen()
 	}
-	fg, ok := f.node().(vfs.Forgetter)
+	c.unref(f.node())
+}
+
+// unref tells a forgettable node when the connection no longer refers
+// to it.
+func (c *conn) unref(n vfs.Node) {
+	fg, ok := n.(vfs.Forgetter)
 	if !ok {
 		return
 	}

@@ -220,7 +220,11 @@ func (f *fid) attrOf(ctx context.Context) (vfs.Attr, error) {
 
 func (c *conn) getattr(ctx context.Context, m *Tgetattr) (Message, error) {
 	return withFid(ctx, c, m.Fid, func(f *fid) (Message, error) {
-		a, err := f.attrOf(ctx)
+		var a vfs.Attr
+		err := c.byName(ctx, f, func() (err error) {
+			a, err = f.attrOf(ctx)
+			return err
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -244,7 +248,10 @@ func (c *conn) setattr(ctx context.Context, m *Tsetattr) (Message, error) {
 		if ha, ok := h.(vfs.HandleAttrer); ok {
 			_, err = ha.SetAttr(ctx, s)
 		} else {
-			_, err = f.node().SetAttr(ctx, s)
+			err = c.byName(ctx, f, func() (err error) {
+				_, err = f.node().SetAttr(ctx, s)
+				return err
+			})
 		}
 		if err != nil {
 			return nil, err

@@ -39,18 +39,11 @@ func (c *conn) lopen(ctx context.Context, m *Tlopen) (Message, error) {
 		if f.opened() {
 			return nil, vfs.Error("open", "", syscall.EBADF)
 		}
-		a, err := f.node().Attr(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if !openable(a) {
-			return nil, vfs.Error("open", "", syscall.EOPNOTSUPP)
-		}
 		flags := c.host().openFromWire(m.Flags & wireOpenMask)
 		if err := c.takeOpen(); err != nil {
 			return nil, err
 		}
-		h, err := f.node().Open(ctx, flags)
+		h, a, err := c.openNamed(ctx, f, flags)
 		if err == nil {
 			if err = f.setOpen(h, flags); err != nil {
 				h.Close()
@@ -62,6 +55,29 @@ func (c *conn) lopen(ctx context.Context, m *Tlopen) (Message, error) {
 		}
 		return &Rlopen{QID: attrQID(a), Iounit: c.iounit()}, nil
 	})
+}
+
+// openNamed opens what f stands on, or what its name leads to now
+// (byName).
+func (c *conn) openNamed(ctx context.Context, f *fid, flags int) (h vfs.Handle, a vfs.Attr, err error) {
+	err = c.byName(ctx, f, func() error {
+		h, a, err = openNode(ctx, f.node(), flags)
+		return err
+	})
+	return h, a, err
+}
+
+// openNode opens n if the server opens a file of its type (openable).
+func openNode(ctx context.Context, n vfs.Node, flags int) (vfs.Handle, vfs.Attr, error) {
+	a, err := n.Attr(ctx)
+	if err != nil {
+		return nil, vfs.Attr{}, err
+	}
+	if !openable(a) {
+		return nil, vfs.Attr{}, vfs.Error("open", "", syscall.EOPNOTSUPP)
+	}
+	h, err := n.Open(ctx, flags)
+	return h, a, err
 }
 
 // openable reports whether the server opens a file of a's type. FIFOs,

@@ -10,9 +10,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/gsvfs/gsvfs/vfs"
+	"github.com/gsvfs/gsvfs/vfs/diskfs"
 )
 
 // Issue 28's reproductions at the client: a gsvfs server of a disk tree,
@@ -220,5 +222,122 @@ func pages(t *testing.T, h vfs.Handle, n int) {
 		if _, err := h.ReadAt(context.Background(), buf, int64(i)*4096); err != nil && err != io.EOF {
 			t.Fatal(err)
 		}
+	}
+}
+
+// Issue 28: Linux's v9fs client opens a file through a clone of its
+// dentry's fid (Twalk with no names, then Tlopen), stats through that
+// fid, and keeps the dentry of a file held open. After the name is
+// renamed over on the disk, that open and stat reach what the name leads
+// to now, as open(2) and stat(2) of the name do, while the fid held open
+// keeps reading the file it opened. Before the fix both failed with
+// ESTALE.
+func TestCloneOpenAfterRenameOverOnDisk(t *testing.T) {
+	dir := t.TempDir()
+	mustWrite(t, filepath.Join(dir, "f"), "old")
+	mustWrite(t, filepath.Join(dir, "g"), "new!")
+	d, err := diskfs.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, addr := serve(t, d.Root())
+	w := wireAttach(t, addr) // fid 1: the root
+	defer w.nc.Close()
+	const dentry, held, fresh = 2, 3, 4
+	w.want(t, &Twalk{Fid: 1, NewFid: dentry, Names: []string{"f"}})
+	w.want(t, &Twalk{Fid: dentry, NewFid: held})
+	w.want(t, &Tlopen{Fid: held, Flags: 0})
+	if err := os.Rename(filepath.Join(dir, "g"), filepath.Join(dir, "f")); err != nil {
+		t.Fatal(err)
+	}
+	w.want(t, &Twalk{Fid: dentry, NewFid: fresh})
+	if r, ok := w.rpc(t, 1, &Tlopen{Fid: fresh, Flags: 0}).(*Rlerror); ok {
+		t.Fatalf("open of a clone of the name's fid: %v, want the file the name leads to", syscall.Errno(r.Ecode))
+	}
+	// v9fs's fstat asks the dentry's fid.
+	r, ok := w.rpc(t, 1, &Tgetattr{Fid: dentry, Mask: AttrBasic}).(*Rgetattr)
+	if !ok || r.Size != uint64(len("new!")) {
+		t.Errorf("stat of the name's fid: %#v, want the size of the file the name leads to", r)
+	}
+	for _, c := range []struct {
+		fid  uint32
+		want string
+	}{{fresh, "new!"}, {held, "old"}} {
+		r, ok := w.rpc(t, 1, &Tread{Fid: c.fid, Count: 100}).(*Rread)
+		if got := ""; !ok || string(r.Data) != c.want {
+			if ok {
+				got = string(r.Data)
+			}
+			t.Errorf("read of fid %d: %q, want %q", c.fid, got, c.want)
+		}
+	}
+}
+
+// want sends m and fails unless the server answers it without an error.
+func (r *wireConn) want(t *testing.T, m Message) {
+	t.Helper()
+	if e, ok := r.rpc(t, 1, m).(*Rlerror); ok {
+		t.Fatalf("%T: %v", m, syscall.Errno(e.Ecode))
+	}
+}
+
+// Issue 28: on a server of this machine's disk (ClientOptions.Exact)
+// an open sees what the disk had before it, whether or not the notice
+// of the change has come: here none ever comes (the tree's watch tells
+// nothing), so what the client held could answer only from before the
+// change. Before the fix the name made on the disk was missing (held
+// by the listing, then by the miss), and the file made through the
+// client, then written on the disk, opened with its size as made.
+func TestExactOpenSeesTheDisk(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name  string
+		setup func(t *testing.T, root vfs.Node) // through the client, before
+		disk  func(t *testing.T, p string)      // on the disk, behind it
+	}{
+		{"a name made on the disk", func(t *testing.T, root vfs.Node) {
+			if _, err := vfs.ReadDirAll(ctx, root); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := root.Lookup(ctx, "f"); err == nil {
+				t.Fatal("f found before it was made")
+			}
+		}, func(t *testing.T, p string) { mustWrite(t, p, "made on the disk") }},
+		{"a file made through the client, written on the disk", func(t *testing.T, root vfs.Node) {
+			_, h, err := root.Create(ctx, "f", os.O_RDWR, 0o644)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { h.Close() })
+		}, func(t *testing.T, p string) { overwrite(t, p, "made on the disk") }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			d, err := diskfs.New(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, addr := serve(t, &watchRoot{Node: d.Root()})
+			cl, root := dialWith(t, addr, "", ClientOptions{Exact: true})
+			noticesOn(t, cl)
+			c.setup(t, root)
+			c.disk(t, filepath.Join(dir, "f"))
+			f, err := root.Lookup(ctx, "f")
+			if err != nil {
+				t.Fatalf("lookup after the change: %v", err)
+			}
+			h, err := f.Open(ctx, os.O_RDONLY)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Close()
+			a, err := h.(vfs.HandleAttrer).Attr(ctx)
+			if got, want := a.Size, int64(len("made on the disk")); err != nil || got != want {
+				t.Errorf("the open's size: %d (%v), want %d", got, err, want)
+			}
+			if got, want := readFrom(t, h, 0), "made on the disk"; got != want {
+				t.Errorf("the open reads %q, want %q", got, want)
+			}
+		})
 	}
 }
