@@ -29,7 +29,9 @@ import (
 // the guest has no path to the served disk but the mount under test, so
 // fsx asks for each change in a directory of the mount and this test
 // answers on the host (fsmodel.Answer), changing the file on the served
-// disk while the guest holds it.
+// disk while the guest holds it. That run leaves mappings out: the
+// guest's kernel keeps a mapping's pages across a change on the server
+// under cache=mmap, which diod's mount shows too (guest.sh).
 func TestIntegrityFsxKernel9P(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("SKIPPED: not root; vm9p runs qemu as root and installs it with apt-get on first use")

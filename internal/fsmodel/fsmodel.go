@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 )
@@ -86,6 +87,10 @@ type Config struct {
 	// Replay is how a failure says to run it again; by default the
 	// seed and count as GSVFS_FSX_SEED and GSVFS_FSX_OPS.
 	Replay string
+	// Without leaves kinds of operation out of the run, each with the
+	// reason given (reported among the skipped): for a path whose
+	// contract does not cover them, never to hide a failure.
+	Without map[string]string
 }
 
 // page is the mapping granularity the checks assume; a larger page only
@@ -264,6 +269,12 @@ func (r *run) probe() error {
 	}
 	if r.cfg.Disk == nil {
 		r.stats.Skipped[opActor] = "no second actor"
+	}
+	for kind, why := range r.cfg.Without {
+		if !slices.Contains(kinds, kind) {
+			return fmt.Errorf("fsmodel: no kind of operation %q to leave out", kind)
+		}
+		r.stats.Skipped[kind] = "left out: " + why
 	}
 	return nil
 }

@@ -282,6 +282,28 @@ func TestModelSkipsUnsupported(t *testing.T) {
 	}
 }
 
+// TestModelLeavesOut: kinds a run is told to leave out are never done
+// and are reported with the reason; an unknown kind is refused.
+func TestModelLeavesOut(t *testing.T) {
+	fs := newMemFS(faults{})
+	why := "not this path's contract"
+	st, err := Run(Config{Seed: 4, Ops: 2000, Open: fs.open, Without: map[string]string{opMapRead: why, opMapWrite: why}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{opMapRead, opMapWrite} {
+		if got, want := st.Skipped[k], "left out: "+why; got != want || st.Done[k] != 0 {
+			t.Errorf("%s: skipped %q, done %d; want %q and never done", k, got, st.Done[k], want)
+		}
+	}
+	if st.Done[opWrite] == 0 {
+		t.Errorf("writes never done: %s", st)
+	}
+	if _, err := Run(Config{Seed: 4, Ops: 10, Open: newMemFS(faults{}).open, Without: map[string]string{"mmap": why}}); err == nil {
+		t.Errorf("an unknown kind to leave out: no error, want one")
+	}
+}
+
 // TestModelOnDisk runs the checker on a file of the test's temporary
 // directory with the second actor on the same file, as the integration
 // tests do through a mount: a local file system must pass.

@@ -5,6 +5,7 @@
 // or prints the failure (seed, operation, trail, replay line) and exits 1.
 //
 //	fsx -file MNT/f [-disk DISK/f | -ask DIR] [-seed N] [-ops N] [-within 1s] [-open-within 0]
+//	    [-without KIND,... -why TEXT]
 //
 // -disk makes it the second actor too: it changes DISK/f, the same file
 // as the path under test sees it, between operations. -ask DIR has
@@ -19,6 +20,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gsvfs/gsvfs/internal/fsmodel"
@@ -33,12 +35,20 @@ func main() {
 	within := flag.Duration("within", time.Second, "how soon a held descriptor must see the actor's change")
 	replay := flag.String("replay", "", "how a failure says to run it again (the test's command line)")
 	openWithin := flag.Duration("open-within", 0, "how soon a fresh open must see it; 0: at once (close-to-open)")
+	without := flag.String("without", "", "kinds of operation to leave out, comma-separated (mapread,mapwrite)")
+	why := flag.String("why", "", "why they are left out, for the summary")
 	flag.Parse()
 	if *file == "" {
 		fmt.Fprintln(os.Stderr, "fsx: -file is required")
 		os.Exit(2)
 	}
 	cfg := fsmodel.Config{Seed: *seed, Ops: *ops, Open: fsmodel.OpenPath(*file), Within: *within, OpenWithin: *openWithin, Log: os.Stdout, Replay: *replay}
+	for _, kind := range strings.FieldsFunc(*without, func(r rune) bool { return r == ',' }) {
+		if cfg.Without == nil {
+			cfg.Without = map[string]string{}
+		}
+		cfg.Without[kind] = *why
+	}
 	switch {
 	case *disk != "":
 		cfg.Disk = fsmodel.PathDisk(*disk)
