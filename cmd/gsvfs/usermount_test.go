@@ -114,7 +114,7 @@ func TestUserMountChild(t *testing.T) {
 	part, rest, _ := strings.Cut(os.Getenv(userChildEnv), ":")
 	mnt, state, _ := strings.Cut(rest, ":")
 	if state == "" {
-		t.Skip("runs only as the child of TestUserMountPosix and TestUserMountCoherence")
+		t.Skip("runs only as the child of TestUserMountPosix, TestUserMountCoherence and TestUserMountCloseToOpen")
 	}
 	var st unix.Statfs_t
 	if err := unix.Statfs(mnt, &st); err != nil || st.Type != unix.FUSE_SUPER_MAGIC {
@@ -131,6 +131,10 @@ func TestUserMountChild(t *testing.T) {
 	switch part {
 	case "posix":
 		runPosix(t, ws, notNative)
+	case "closetoopen":
+		dir := filepath.Join(ws, "c2o")
+		smMust(t, "mkdir", os.Mkdir(dir, 0o755))
+		c2oRounds(t, dir, filepath.Join(state, "workspaces", "c2o"), 100)
 	case "coherence":
 		for _, c := range userCoherence {
 			t.Run(c.name, func(t *testing.T) {

@@ -25,11 +25,13 @@ type fileHandle struct {
 	user     openUser
 	// Under the writeback cache (writeback.go): node is the stored file
 	// open, pageWriter says whether the handle writes through the
-	// kernel's pages, appends that it was opened O_APPEND (appendFlags).
-	node                *node
-	pageWriter, appends bool
-	locked              atomic.Bool // a lock was set through it (locks.go)
-	file                uint64      // the inode it locked, once locked
+	// kernel's pages, appends that it was opened O_APPEND (appendFlags),
+	// direct that it is served with direct I/O (a shared file,
+	// pageguard.go).
+	node                        *node
+	pageWriter, appends, direct bool
+	locked                      atomic.Bool // a lock was set through it (locks.go)
+	file                        uint64      // the inode it locked, once locked
 }
 
 // openUser is the user an open is counted for (userOpens), if any.
@@ -149,9 +151,7 @@ func (f *fileHandle) Write(ctx context.Context, data []byte, off int64) (uint32,
 	var err error
 	write := func() { n, err = f.h.WriteAt(vfs.WithFlushAtClose(ctx), data, off) }
 	if ha, ok := f.h.(vfs.HandleAttrer); ok && f.node != nil {
-		if f.node.ownChange(ctx, ha.Attr, !f.appends, write) {
-			return uint32(len(data)), 0 // pages dirtied over a change from outside (pageguard.go)
-		}
+		f.node.ownChange(ctx, ha.Attr, write)
 	} else {
 		write()
 	}
@@ -255,7 +255,7 @@ func (f *fileHandle) Allocate(ctx context.Context, off, size uint64, mode uint32
 	var err error
 	allocate := func() { err = a.Allocate(ctx, int64(off), int64(size), mode) }
 	if ha, ok := f.h.(vfs.HandleAttrer); ok && f.node != nil {
-		f.node.ownChange(ctx, ha.Attr, false, allocate)
+		f.node.ownChange(ctx, ha.Attr, allocate)
 	} else {
 		allocate()
 	}
