@@ -13,17 +13,19 @@ package fusefs
 //     open compares the file's state, stated through the new handle, with
 //     the state the kernel's view was made from (base), and where they
 //     differ drops the kernel's pages and attributes and moves its size.
-//     (TestViewCheck; TestCloseToOpen in cmd/gsvfs, every data path.)
+//     (TestViewCheck; TestCloseToOpen, TestUserMountCloseToOpen and
+//     TestCloseToOpenServer in cmd/gsvfs.)
 //  2. No write the kernel sends is dropped: a write-back that finds the
 //     file changed outside since base is written, as every write is, and
-//     the kernel's view is brought to the disk after it. (TestViewOwnChange;
-//     TestUserMountCoherence/WritesBesideADiskChange.)
+//     the kernel's view is brought to the disk after it. (TestViewOwnChange,
+//     TestOwnChangeRunsEveryWrite; TestUserMountCoherence/
+//     WritesBesideADiskChange.)
 //  3. Under the writeback cache a file changed outside while the kernel
 //     holds it is shared: every later open of it is served with direct
 //     I/O, so its writes reach the disk as they return and its reads see
 //     the disk, until the kernel forgets the file. The writeback cache
 //     stays for files the mount alone changes. (TestViewShared;
-//     TestUserMountCoherence/AppendTwoProcesses, DiskChangeOverDirtyPages.)
+//     TestUserMountCoherence/DiskChangeWhileHeldForWriting.)
 //  4. The mount's own changes leave the kernel's view as it is: a watch
 //     report naming a state no newer than base (by change time) is the
 //     mount's own. (TestViewOwnReport; TestWritebackOwnWritesAndOutside.)
@@ -242,24 +244,32 @@ func (n *node) ownChange(ctx context.Context, stat func(context.Context) (vfs.At
 		do()
 		return
 	}
+	if after, was, outside := n.runOwn(ctx, stat, do); outside {
+		go n.catchUp(after, was)
+	}
+}
+
+// runOwn is ownChange's part under the view's lock: it runs do between
+// the two stats and says whether the file had changed outside first (the
+// state after, and base before).
+func (n *node) runOwn(ctx context.Context, stat func(context.Context) (vfs.Attr, error), do func()) (after vfs.Attr, was fileState, outside bool) {
 	v := &n.view
 	v.mu.Lock()
+	defer v.mu.Unlock()
 	before, err := stat(ctx)
 	if err != nil {
 		v.known = false
-		v.mu.Unlock()
 		do()
-		return
+		return after, was, false
 	}
+	was = v.base
 	do()
-	after, err := stat(ctx)
-	outside := v.own(stateOf(before), stateOf(after), err == nil, n.srv.writeback)
-	was := v.base
-	v.mu.Unlock()
-	if outside && err == nil {
+	after, err = stat(ctx)
+	outside = v.own(stateOf(before), stateOf(after), err == nil, n.srv.writeback) && err == nil
+	if outside {
 		n.srv.watch.outsideWrites.Add(1)
-		go n.catchUp(after, was)
 	}
+	return after, was, outside
 }
 
 // catchUp brings the kernel's view to a, the state a write-back left

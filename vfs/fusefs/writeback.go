@@ -30,8 +30,8 @@ import (
 // the kernel's view of a file):
 //
 //  1. The kernel reads pages to fill partial ones, also through a handle
-//     its caller opened write-only (openFlags). (TestUserMountCoherence/
-//     OnDiskAtClose, TestWritebackWriteOnlyAndAppend.)
+//     its caller opened write-only (openFlags). (TestOpenFlagsUnderWriteback,
+//     TestWritebackWriteOnlyAndAppend, TestUserMountCoherence/OnDiskAtClose.)
 //  2. It computes O_APPEND offsets from the size it holds, so appending
 //     handles bypass its cache and land at the disk's end (appendFlags).
 //     (TestUserMountCoherence/AppendTwoProcesses, TestWritebackWriteOnlyAndAppend.)
@@ -39,12 +39,15 @@ import (
 //     returns (the kernel writes dirty pages back then), and within about
 //     a second while the process holds the file open: the daemon makes the
 //     kernel write back its dirty pages every second while any handle may
-//     dirty them (flusher). (TestUserMountCoherence/OnDiskAtClose,
-//     OnDiskAtFsync, HeldFileOnDisk.)
+//     dirty them (flusher). (TestPageWritersCounted;
+//     TestUserMountCoherence/OnDiskAtClose, OnDiskAtFsync, HeldFileOnDisk.)
 //  4. The kernel takes no size from the daemon for a file it has, so a
 //     file that grew on the disk is pushed into its cache (grown), and one
 //     that shrank is forgotten by name once no handle holds it (shrank,
 //     unhold). (TestWritebackOutsideGrowthWhileOpen, TestCloseToOpen.)
+
+// writebackWanted says whether a mount with opts has the writeback cache:
+// wherever passthrough cannot be.
 func writebackWanted(opts Options) bool {
 	return opts.NoPassthrough || os.Geteuid() != 0
 }
