@@ -174,13 +174,13 @@ func (n *node) viewed(fh gofs.FileHandle) (*fileHandle, vfs.HandleAttrer, bool) 
 // retry gets it again, served with direct I/O (reads see the disk; the
 // size shows once the last handle is closed, shrank).
 func (n *node) opened(ctx context.Context, fh gofs.FileHandle, flags uint32) (uint32, syscall.Errno) {
+	keep := uint32(0)
+	if !n.volatile && n.w.watched.Load() && n.srv.watch.on.Load() {
+		keep = fuse.FOPEN_KEEP_CACHE // kept true by the watch between opens
+	}
 	f, ha, ok := n.viewed(fh)
 	if !ok {
-		return 0, 0
-	}
-	keep := uint32(0)
-	if n.w.watched.Load() && n.srv.watch.on.Load() {
-		keep = fuse.FOPEN_KEEP_CACHE
+		return keep, 0 // passthrough: the backing file's pages
 	}
 	// The stat and its comparison under one hold of the lock, as in
 	// ownChange: a write-back landing between them would move base
