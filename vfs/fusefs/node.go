@@ -197,7 +197,13 @@ func (n *node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 	if byHandle {
 		stat = h.Attr
 	}
-	n.ownChange(ctx, stat, func() {
+	sized := func(before int64) int64 {
+		if s.Valid&vfs.SetSize != 0 {
+			return s.Size
+		}
+		return before
+	}
+	n.ownChange(ctx, stat, sized, func() {
 		if byHandle {
 			a, err = h.SetAttr(ctx, s)
 		} else {

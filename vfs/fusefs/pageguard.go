@@ -17,9 +17,11 @@ package fusefs
 //     TestCloseToOpenServer in cmd/gsvfs.)
 //  2. No write the kernel sends is dropped: a write-back that finds the
 //     file changed outside since base is written, as every write is, and
-//     the kernel's view is brought to the disk after it. (TestViewOwnChange,
-//     TestOwnChangeRunsEveryWrite; TestUserMountCoherence/
-//     WritesBesideADiskChange.)
+//     the kernel's view is brought to the disk after it; so does one
+//     beside which the disk's file changed (its size after is not the
+//     write's alone). (TestViewOwnChange, TestOwnChangeRunsEveryWrite,
+//     TestRunOwnSeesChangeBeside; TestUserMountCoherence/
+//     WritesBesideADiskChange, AppendTwoProcesses.)
 //  3. Under the writeback cache a file changed outside while the kernel
 //     holds it is shared: every later open of it is served with direct
 //     I/O, so its writes reach the disk as they return and its reads see
@@ -28,7 +30,8 @@ package fusefs
 //     TestUserMountCoherence/DiskChangeWhileHeldForWriting.)
 //  4. The mount's own changes leave the kernel's view as it is: a watch
 //     report naming a state no newer than base (by change time) is the
-//     mount's own. (TestViewOwnReport; TestWritebackOwnWritesAndOutside.)
+//     mount's own, unless the view is behind. (TestViewOwnReport,
+//     TestRunOwnSeesChangeBeside; TestWritebackOwnWritesAndOutside.)
 //
 // A file's data state is its inode, size and modification time; each
 // change after a stat gets a new time (Linux 6.13 and later). On older
@@ -233,26 +236,30 @@ func (n *node) direct(f *fileHandle) uint32 {
 }
 
 // ownChange runs do, a change to the file through the mount, between two
-// stats of it (stat). Every change runs (invariant 2); one that finds the
-// file changed outside since base brings the kernel's view to the disk
-// after it, from another goroutine: the kernel may be waiting for this
-// very write-back before it can drop a page.
-func (n *node) ownChange(ctx context.Context, stat func(context.Context) (vfs.Attr, error), do func()) {
+// stats of it (stat); sized is the size the change leaves from the size
+// before it when nobody else changes the file meanwhile. Every change
+// runs (invariant 2); one that finds the file changed outside since base,
+// or changed beside it, brings the kernel's view to the disk after it,
+// from another goroutine: the kernel may be waiting for this very
+// write-back before it can drop a page.
+func (n *node) ownChange(ctx context.Context, stat func(context.Context) (vfs.Attr, error), sized func(int64) int64, do func()) {
 	if !n.srv.writeback || n.volatile {
 		// Written through: the kernel's pages took the change as it
 		// went, and the next open checks the file anew.
 		do()
 		return
 	}
-	if after, was, outside := n.runOwn(ctx, stat, do); outside {
+	if after, was, outside := n.runOwn(ctx, stat, sized, do); outside {
 		go n.catchUp(after, was)
 	}
 }
 
 // runOwn is ownChange's part under the view's lock: it runs do between
-// the two stats and says whether the file had changed outside first (the
-// state after, and base before).
-func (n *node) runOwn(ctx context.Context, stat func(context.Context) (vfs.Attr, error), do func()) (after vfs.Attr, was fileState, outside bool) {
+// the two stats and says whether the file changed outside before or
+// during it (the state after, and base before). An append from the disk
+// that lands during a write through the mount shows in the size after
+// it, which its change time alone would file under the mount's own.
+func (n *node) runOwn(ctx context.Context, stat func(context.Context) (vfs.Attr, error), sized func(int64) int64, do func()) (after vfs.Attr, was fileState, outside bool) {
 	v := &n.view
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -266,6 +273,9 @@ func (n *node) runOwn(ctx context.Context, stat func(context.Context) (vfs.Attr,
 	do()
 	after, err = stat(ctx)
 	outside = v.own(stateOf(before), stateOf(after), err == nil, n.srv.writeback) && err == nil
+	if err == nil && after.Size != sized(before.Size) {
+		v.behind, v.shared, outside = true, true, true
+	}
 	if outside {
 		n.srv.watch.outsideWrites.Add(1)
 	}
@@ -273,18 +283,23 @@ func (n *node) runOwn(ctx context.Context, stat func(context.Context) (vfs.Attr,
 }
 
 // catchUp brings the kernel's view to a, the state a write-back left
-// after a change from outside, unless the view moved on meanwhile.
+// after a change from outside, unless the view moved on meanwhile. The
+// view stays behind until it is done, so that an open meanwhile brings
+// the kernel's view itself rather than trust it.
 func (n *node) catchUp(a vfs.Attr, was fileState) {
 	v := &n.view
 	v.mu.Lock()
 	current := v.behind && v.known && v.base.sameData(stateOf(a))
-	if current {
+	v.mu.Unlock()
+	if !current {
+		return
+	}
+	n.bringTo(a, was)
+	v.mu.Lock()
+	if v.known && v.base.sameData(stateOf(a)) {
 		v.behind = false
 	}
 	v.mu.Unlock()
-	if current {
-		n.bringTo(a, was)
-	}
 }
 
 // reported takes a report of the watch that the file's data changed, now

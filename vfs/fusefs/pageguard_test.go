@@ -191,7 +191,7 @@ func TestOwnChangeRunsEveryWrite(t *testing.T) {
 	i := 0
 	stat := func(context.Context) (vfs.Attr, error) { a := states[min(i, 1)]; i++; return a, nil }
 	ran := false
-	after, was, outside := n.runOwn(context.Background(), stat, func() { ran = true })
+	after, was, outside := n.runOwn(context.Background(), stat, func(int64) int64 { return 4096 }, func() { ran = true })
 	if !ran || !outside {
 		t.Fatalf("a write-back after a change outside: ran %v, outside %v; want both", ran, outside)
 	}
@@ -224,6 +224,41 @@ func TestOpenFlagsUnderWriteback(t *testing.T) {
 		open, retry := s.openFlags(uint32(c.flags), c.vol)
 		if open != c.wantOpen || retry != c.wantRe {
 			t.Errorf("%s: open %#x retry %#x, want %#x %#x", c.name, open, retry, c.wantOpen, c.wantRe)
+		}
+	}
+}
+
+// TestRunOwnSeesChangeBeside: a change of the disk's that lands during a
+// write through the mount shows in the size after it (an append from the
+// disk), though its change time is older than the write's: the kernel's
+// view is then brought to the disk (invariant 2), and the watch's report
+// of it is not taken for the mount's own (invariant 4).
+func TestRunOwnSeesChangeBeside(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		after   int64
+		outside bool
+	}{
+		{"the write alone", 100 + 10, false},
+		{"an append from the disk beside it", 100 + 10 + 7, true},
+	} {
+		srv := &server{writeback: true}
+		n := &node{srv: srv}
+		n.view.set(st(100, t0))
+		states := []vfs.Attr{
+			{Ino: 7, Size: 100, Mtime: t0, Ctime: t0, Mode: syscall.S_IFREG},
+			{Ino: 7, Size: c.after, Mtime: t2, Ctime: t2, Mode: syscall.S_IFREG},
+		}
+		i := 0
+		stat := func(context.Context) (vfs.Attr, error) { a := states[min(i, 1)]; i++; return a, nil }
+		f := &fileHandle{appends: true}
+		_, _, outside := n.runOwn(context.Background(), stat, f.writeSize(0, 10), func() {})
+		if outside != c.outside {
+			t.Errorf("%s: outside %v, want %v", c.name, outside, c.outside)
+		}
+		report := st(c.after, t1) // the disk's append, changed before the write's end
+		if own := n.view.ownReport(report); own == c.outside {
+			t.Errorf("%s: the report of state %v taken for the mount's own: %v, want %v", c.name, report, own, !c.outside)
 		}
 	}
 }
