@@ -119,9 +119,8 @@ func TestViewOwnReport(t *testing.T) {
 }
 
 // TestViewShared: under the writeback cache a file that changed outside
-// while the kernel held it is served with direct I/O from then on, and
-// its handles then write past the kernel's pages (invariant 3; writeback
-// invariant 3 counts only handles that dirty pages).
+// while the kernel held it is served with direct I/O from then on
+// (invariant 3).
 func TestViewShared(t *testing.T) {
 	for _, writeback := range []bool{true, false} {
 		srv := &server{writeback: writeback}
@@ -139,11 +138,6 @@ func TestViewShared(t *testing.T) {
 		if want := map[bool]uint32{true: 0x1, false: 0}[writeback]; got != want || f.direct != (want != 0) {
 			t.Errorf("writeback %v: after a change outside, served with flags %#x (direct %v), want %#x", writeback, got, f.direct, want)
 		}
-		n.hold(f, true)
-		if got, want := srv.pageWriters.Load(), int64(0); got != want {
-			t.Errorf("writeback %v: a direct handle counted as %d page writers, want %d", writeback, got, want)
-		}
-		f.unhold()
 	}
 }
 

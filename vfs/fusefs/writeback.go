@@ -159,14 +159,15 @@ type writers struct {
 }
 
 // hold counts fh, an open handle of n, until its release; writes says
-// whether it may write. An appending handle, and one served with direct
-// I/O, write past the kernel's pages.
+// whether it may write. An appending handle writes past the kernel's
+// pages. (One served with direct I/O does too, but a shared mapping of
+// it dirties pages all the same.)
 func (n *node) hold(fh gofs.FileHandle, writes bool) {
 	f, ok := fh.(*fileHandle)
 	if !ok || !n.srv.writeback || n.volatile {
 		return
 	}
-	f.node, f.pageWriter = n, writes && !f.appends && !f.direct
+	f.node, f.pageWriter = n, writes && !f.appends
 	n.writers.mu.Lock()
 	n.writers.open++
 	if f.pageWriter {
