@@ -26,13 +26,11 @@ type fileHandle struct {
 	user     openUser
 	// Under the writeback cache (writeback.go): node is the stored file
 	// open, pageWriter says whether the handle writes through the
-	// kernel's pages, appends that it was opened O_APPEND (appendFlags),
-	// direct that it is served with direct I/O (a shared file,
-	// pageguard.go).
-	node                        *node
-	pageWriter, appends, direct bool
-	locked                      atomic.Bool // a lock was set through it (locks.go)
-	file                        uint64      // the inode it locked, once locked
+	// kernel's pages, appends that it was opened O_APPEND (appendFlags).
+	node                *node
+	pageWriter, appends bool
+	locked              atomic.Bool // a lock was set through it (locks.go)
+	file                uint64      // the inode it locked, once locked
 }
 
 // openUser is the user an open is counted for (userOpens), if any.

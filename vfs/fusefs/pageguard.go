@@ -149,16 +149,16 @@ func (v *view) ownReport(s fileState) bool {
 // viewed says whether the daemon keeps the kernel's view of n: stored
 // files whose data the kernel caches (not passthrough, which caches
 // nothing here; not generated content, served with direct I/O).
-func (n *node) viewed(fh gofs.FileHandle) (*fileHandle, vfs.HandleAttrer, bool) {
+func (n *node) viewed(fh gofs.FileHandle) (vfs.HandleAttrer, bool) {
 	f, ok := fh.(*fileHandle)
 	if !ok || n.volatile {
-		return nil, nil, false
+		return nil, false
 	}
 	if _, pass := f.PassthroughFd(); pass && !n.srv.writeback {
-		return nil, nil, false
+		return nil, false
 	}
 	ha, ok := f.h.(vfs.HandleAttrer)
-	return f, ha, ok
+	return ha, ok
 }
 
 // opened brings the kernel's view of the file to the disk's as fh opens
@@ -181,7 +181,7 @@ func (n *node) opened(ctx context.Context, fh gofs.FileHandle, flags uint32) (ui
 	if !n.volatile && n.w.watched.Load() && n.srv.watch.on.Load() {
 		keep = fuse.FOPEN_KEEP_CACHE // kept true by the watch between opens
 	}
-	f, ha, ok := n.viewed(fh)
+	ha, ok := n.viewed(fh)
 	if !ok {
 		return keep, 0 // passthrough: the backing file's pages
 	}
@@ -198,7 +198,7 @@ func (n *node) opened(ctx context.Context, fh gofs.FileHandle, flags uint32) (ui
 	if flags&(syscall.O_TRUNC|syscall.O_EXCL) != 0 {
 		n.view.base, n.view.known, n.view.behind, n.view.ksize = stateOf(a), true, false, a.Size
 		n.view.mu.Unlock()
-		return keep | n.direct(f), 0
+		return keep | n.direct(), 0
 	}
 	changed, long, was := n.view.check(stateOf(a), n.srv.writeback)
 	n.view.mu.Unlock()
@@ -217,11 +217,12 @@ func (n *node) opened(ctx context.Context, fh gofs.FileHandle, flags uint32) (ui
 		// request overlaps; on one disk the others are there too.
 		n.NotifyContent(0, 0)
 	}
-	return keep | n.direct(f), 0
+	return keep | n.direct(), 0
 }
 
-// direct serves f with direct I/O where its file is shared (invariant 3).
-func (n *node) direct(f *fileHandle) uint32 {
+// direct serves an open with direct I/O where its file is shared
+// (invariant 3).
+func (n *node) direct() uint32 {
 	if !n.srv.writeback {
 		return 0
 	}
@@ -231,7 +232,6 @@ func (n *node) direct(f *fileHandle) uint32 {
 	if !shared {
 		return 0
 	}
-	f.direct = true
 	return fuse.FOPEN_DIRECT_IO
 }
 
@@ -354,7 +354,7 @@ func (n *node) forget() {
 // disk's if the file changed outside since base, and says whether it
 // could tell.
 func (n *node) checkOutside(ctx context.Context, f *fileHandle) bool {
-	_, ha, ok := n.viewed(f)
+	ha, ok := n.viewed(f)
 	if !ok {
 		return false
 	}
