@@ -120,7 +120,9 @@ func (v *view) check(now fileState, writeback bool) (changed, long bool, was fil
 		v.shared = true
 	}
 	long = writeback && now.size < v.ksize
-	v.base, v.known, v.behind = now, true, false
+	// A change keeps the view behind until the kernel is brought to
+	// it (settle): an open meanwhile must not trust the kernel's view.
+	v.base, v.known, v.behind = now, true, changed
 	return changed, long, was
 }
 
@@ -203,7 +205,7 @@ func (n *node) opened(ctx context.Context, fh gofs.FileHandle, flags uint32) (ui
 	changed, long, was := n.view.check(stateOf(a), n.srv.writeback)
 	n.view.mu.Unlock()
 	if changed {
-		n.bringTo(a, was)
+		n.settle(a, was)
 		keep = 0 // the kernel drops the file's pages as the open ends, too
 	}
 	if long {
@@ -283,18 +285,24 @@ func (n *node) runOwn(ctx context.Context, stat func(context.Context) (vfs.Attr,
 }
 
 // catchUp brings the kernel's view to a, the state a write-back left
-// after a change from outside, unless the view moved on meanwhile. The
-// view stays behind until it is done, so that an open meanwhile brings
-// the kernel's view itself rather than trust it.
+// after a change from outside, unless the view moved on meanwhile.
 func (n *node) catchUp(a vfs.Attr, was fileState) {
 	v := &n.view
 	v.mu.Lock()
 	current := v.behind && v.known && v.base.sameData(stateOf(a))
 	v.mu.Unlock()
-	if !current {
-		return
+	if current {
+		n.settle(a, was)
 	}
+}
+
+// settle brings the kernel's view to a, base already, with the view
+// behind until it is done: an open meanwhile brings the view itself
+// rather than trust it. A view that moved on meanwhile stays behind for
+// the next open to settle.
+func (n *node) settle(a vfs.Attr, was fileState) {
 	n.bringTo(a, was)
+	v := &n.view
 	v.mu.Lock()
 	if v.known && v.base.sameData(stateOf(a)) {
 		v.behind = false
@@ -315,13 +323,13 @@ func (n *node) reported(a vfs.Attr) bool {
 		return false
 	}
 	was, known := v.base, v.known
-	v.base, v.known, v.behind = stateOf(a), true, false
+	v.base, v.known, v.behind = stateOf(a), true, true
 	v.shared = v.shared || n.srv.writeback
 	v.mu.Unlock()
 	if !known {
 		was.size = -1 // unknown: the kernel's size may be larger
 	}
-	n.bringTo(a, was)
+	n.settle(a, was)
 	return true
 }
 
@@ -371,7 +379,7 @@ func (n *node) checkOutside(ctx context.Context, f *fileHandle) bool {
 	changed, long, was := n.view.check(stateOf(a), n.srv.writeback)
 	n.view.mu.Unlock()
 	if changed {
-		n.bringTo(a, was)
+		n.settle(a, was)
 	}
 	if long {
 		n.shrank()

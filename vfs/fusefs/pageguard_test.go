@@ -53,8 +53,8 @@ func TestViewCheck(t *testing.T) {
 		if changed != c.changed || long != c.long || v.shared != c.wantShared {
 			t.Errorf("%s: changed %v long %v shared %v, want %v %v %v", c.name, changed, long, v.shared, c.changed, c.long, c.wantShared)
 		}
-		if was != c.base || v.base != c.now || !v.known || v.behind {
-			t.Errorf("%s: was %v base %v known %v behind %v, want was the old base and base now", c.name, was, v.base, v.known, v.behind)
+		if was != c.base || v.base != c.now || !v.known || v.behind != changed {
+			t.Errorf("%s: was %v base %v known %v behind %v, want was the old base, base now, behind until settled if changed", c.name, was, v.base, v.known, v.behind)
 		}
 	}
 	v := &view{}
