@@ -161,11 +161,15 @@ func (f *fileHandle) Write(ctx context.Context, data []byte, off int64) (uint32,
 }
 
 // writeSize is the size a write of n bytes at off leaves a file of size
-// before, alone: an appending handle's lands at the end whatever off.
+// before, as the kernel will hold it: an appending handle's write lands at
+// the disk's end whatever off, and the kernel takes off+n for the file's
+// end (it sent off from the size it held), so a disk append beside the
+// write, or one the kernel had not been told of, shows as a size other
+// than that.
 func (f *fileHandle) writeSize(off int64, n int) func(int64) int64 {
 	return func(before int64) int64 {
 		if f.appends {
-			return before + int64(n)
+			return off + int64(n)
 		}
 		return max(before, off+int64(n))
 	}

@@ -224,17 +224,20 @@ func TestOpenFlagsUnderWriteback(t *testing.T) {
 
 // TestRunOwnSeesChangeBeside: a change of the disk's that lands during a
 // write through the mount shows in the size after it (an append from the
-// disk), though its change time is older than the write's: the kernel's
-// view is then brought to the disk (invariant 2), and the watch's report
-// of it is not taken for the mount's own (invariant 4).
+// disk), though its change time is older than the write's, and so does an
+// append the kernel sent from an end it held short: the kernel's view is
+// then brought to the disk (invariant 2), and the watch's report of it is
+// not taken for the mount's own (invariant 4).
 func TestRunOwnSeesChangeBeside(t *testing.T) {
 	for _, c := range []struct {
 		name    string
+		off     int64 // where the kernel sent the append: the end it held
 		after   int64
 		outside bool
 	}{
-		{"the write alone", 100 + 10, false},
-		{"an append from the disk beside it", 100 + 10 + 7, true},
+		{"the write alone", 100, 100 + 10, false},
+		{"an append from the disk beside it", 100, 100 + 10 + 7, true},
+		{"the kernel's end behind the disk's", 90, 100 + 10, true},
 	} {
 		srv := &server{writeback: true}
 		n := &node{srv: srv}
@@ -246,7 +249,7 @@ func TestRunOwnSeesChangeBeside(t *testing.T) {
 		i := 0
 		stat := func(context.Context) (vfs.Attr, error) { a := states[min(i, 1)]; i++; return a, nil }
 		f := &fileHandle{appends: true}
-		_, _, outside := n.runOwn(context.Background(), stat, f.writeSize(0, 10), func() {})
+		_, _, outside := n.runOwn(context.Background(), stat, f.writeSize(c.off, 10), func() {})
 		if outside != c.outside {
 			t.Errorf("%s: outside %v, want %v", c.name, outside, c.outside)
 		}
