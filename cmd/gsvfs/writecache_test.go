@@ -194,8 +194,7 @@ func TestWritebackOwnWritesAndOutside(t *testing.T) {
 	p := d.Path("workspaces/f")
 	host := filepath.Join(d.Root, "workspaces", "f")
 	o := outside{t: t, d: d}
-	// Of one length: a file that grows outside while a writer holds it
-	// keeps its old size in the kernel until closed (gsvfs-mount(1)).
+	// Of one length, so that only the content tells the versions apart.
 	a, b := "written through the mount\n", "rewritten outside, 26 by.\n"
 
 	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
@@ -245,4 +244,26 @@ func TestWritebackGeneratedSizes(t *testing.T) {
 		t.Fatal(err)
 	}
 	o.eventually("a session's output", "6\n", "stat", "-c", "%s", filepath.Join(s, "stdout"))
+}
+
+// TestWritebackKeepsEveryWrite runs the user mount's checks of writes
+// beside a change on the disk on root's mount with --no-passthrough,
+// the same writeback cache: no write-back is dropped, a held file is on
+// the disk within a second, and a change on the disk shows to a writer
+// holding the file.
+func TestWritebackKeepsEveryWrite(t *testing.T) {
+	d := startMount(t, "--no-passthrough")
+	for _, c := range []struct {
+		name string
+		run  func(t *testing.T, dir, host string)
+	}{
+		{"WritesBesideADiskChange", ucWritesBesideDiskChange},
+		{"HeldFileOnDisk", ucHeldFileOnDisk},
+		{"DiskChangeWhileHeldForWriting", ucDiskChangeWhileHeld},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := smWorkdir(t, d)
+			c.run(t, dir, smHost(t, d, dir))
+		})
+	}
 }

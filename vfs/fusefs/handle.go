@@ -12,6 +12,7 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 
 	"github.com/gsvfs/gsvfs/vfs"
 )
@@ -149,9 +150,7 @@ func (f *fileHandle) Write(ctx context.Context, data []byte, off int64) (uint32,
 	var err error
 	write := func() { n, err = f.h.WriteAt(vfs.WithFlushAtClose(ctx), data, off) }
 	if ha, ok := f.h.(vfs.HandleAttrer); ok && f.node != nil {
-		if f.node.ownChange(ctx, ha.Attr, !f.appends, write) {
-			return uint32(len(data)), 0 // pages dirtied over a change from outside (pageguard.go)
-		}
+		f.node.ownChange(ctx, ha.Attr, f.writeSize(off, len(data)), write)
 	} else {
 		write()
 	}
@@ -159,6 +158,32 @@ func (f *fileHandle) Write(ctx context.Context, data []byte, off int64) (uint32,
 		return 0, f.srv.toErrno("write", err)
 	}
 	return uint32(n), 0
+}
+
+// writeSize is the size a write of n bytes at off leaves a file of size
+// before, as the kernel will hold it: an appending handle's write lands at
+// the disk's end whatever off, and the kernel takes off+n for the file's
+// end (it sent off from the size it held), so a disk append beside the
+// write, or one the kernel had not been told of, shows as a size other
+// than that.
+func (f *fileHandle) writeSize(off int64, n int) func(int64) int64 {
+	return func(before int64) int64 {
+		if f.appends {
+			return off + int64(n)
+		}
+		return max(before, off+int64(n))
+	}
+}
+
+// allocSize is writeSize for fallocate(2): FALLOC_FL_KEEP_SIZE (and
+// with it every punch or zeroing that keeps the size) leaves it.
+func allocSize(off, size uint64, mode uint32) func(int64) int64 {
+	return func(before int64) int64 {
+		if mode&unix.FALLOC_FL_KEEP_SIZE != 0 {
+			return before
+		}
+		return max(before, int64(off+size))
+	}
 }
 
 // clearSetID drops the file's set-ID bits before an unprivileged caller
@@ -255,7 +280,7 @@ func (f *fileHandle) Allocate(ctx context.Context, off, size uint64, mode uint32
 	var err error
 	allocate := func() { err = a.Allocate(ctx, int64(off), int64(size), mode) }
 	if ha, ok := f.h.(vfs.HandleAttrer); ok && f.node != nil {
-		f.node.ownChange(ctx, ha.Attr, false, allocate)
+		f.node.ownChange(ctx, ha.Attr, allocSize(off, size, mode), allocate)
 	} else {
 		allocate()
 	}

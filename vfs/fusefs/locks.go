@@ -85,12 +85,13 @@ func (n *node) lock(ctx context.Context, fh gofs.FileHandle, cmd vfs.LockCmd, ow
 
 // afterLock makes what others wrote while the lock was free read now,
 // not pages the kernel cached before (as NFS drops its cache when it
-// takes a lock). Where the page guard runs it knows whether anyone did,
-// and a lock of a file only the mount wrote drops nothing. (An unlock
+// takes a lock). Where the daemon keeps the kernel's view of the file
+// (pageguard.go) it knows whether anyone did, and a lock of a file only
+// the mount wrote drops nothing. (An unlock
 // still does while the file has writers: see beforeUnlock.) Passthrough
 // files cache nothing here.
 func (n *node) afterLock(ctx context.Context, f *fileHandle) {
-	if n.guarded() && n.checkOutside(ctx, f) {
+	if n.checkOutside(ctx, f) {
 		return
 	}
 	n.NotifyContent(0, 0)

@@ -26,7 +26,7 @@ type node struct {
 	volatile bool
 	w        nodeWatch
 	writers  writers
-	guard    pageGuard
+	view     view
 	told     atomic.Int64 // the size sized last gave the kernel
 }
 
@@ -130,6 +130,7 @@ func (n *node) adoptAttr(ctx context.Context, name string, child vfs.Node, a vfs
 	stable := gofs.StableAttr{Mode: a.Type(), Ino: a.Ino, Gen: a.Gen}
 	c := &node{vn: child, srv: n.srv, volatile: a.Volatile}
 	c.noteAttr(a, true)
+	c.view.set(stateOf(a)) // a new kernel inode takes a's size
 	n.srv.track(a.Ino, c)
 	if name != "" {
 		n.notePresent(name)
@@ -196,7 +197,13 @@ func (n *node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 	if byHandle {
 		stat = h.Attr
 	}
-	n.ownChange(ctx, stat, false, func() {
+	sized := func(before int64) int64 {
+		if s.Valid&vfs.SetSize != 0 {
+			return s.Size
+		}
+		return before
+	}
+	n.ownChange(ctx, stat, sized, func() {
 		if byHandle {
 			a, err = h.SetAttr(ctx, s)
 		} else {
@@ -205,6 +212,9 @@ func (n *node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 	})
 	if err != nil {
 		return n.srv.toErrno("setattr", err)
+	}
+	if s.Valid&vfs.SetSize != 0 {
+		n.view.resized(a.Size) // the kernel takes a truncate's size from the reply
 	}
 	n.answerAttr(out, a, byHandle)
 	return 0
@@ -264,14 +274,16 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 	}
 	fh, fuseFlags, errno := n.srv.wrapHandle(ctx, h, n.volatile, user)
 	fuseFlags |= n.srv.appendFlags(fh, flags, n.volatile)
-	n.hold(fh, flags&syscall.O_ACCMODE != syscall.O_RDONLY)
-	n.opened(ctx, fh, flags)
-	fuseFlags = n.srv.lockers.flushFor(n.StableAttr().Ino, flags, n.volatile, fuseFlags)
-	if !n.volatile && n.w.watched.Load() && n.srv.watch.on.Load() {
-		// A watched file's pages stay true: a change made elsewhere
-		// drops them (attrChanged), so the next open need not.
-		fuseFlags |= fuse.FOPEN_KEEP_CACHE
+	// A watched file's pages stay true while it does not change
+	// outside, which the open checks (pageguard.go).
+	viewFlags, stale := n.opened(ctx, fh, flags)
+	if stale != 0 {
+		fh.(*fileHandle).Release(ctx) // the kernel gets no handle to release
+		return nil, 0, stale
 	}
+	fuseFlags |= viewFlags
+	n.hold(fh, flags&syscall.O_ACCMODE != syscall.O_RDONLY)
+	fuseFlags = n.srv.lockers.flushFor(n.StableAttr().Ino, flags, n.volatile, fuseFlags)
 	if errno == 0 && (flags&syscall.O_TRUNC != 0 || flags&syscall.O_ACCMODE != syscall.O_RDONLY) {
 		if errno = fh.(*fileHandle).clearSetID(ctx); errno != 0 {
 			fh.(*fileHandle).Release(ctx) // the kernel gets no handle to release
@@ -344,8 +356,9 @@ func (n *node) openChild(ctx context.Context, user openUser, name string, child 
 	made := inode.Operations().(*node)
 	fh, fuseFlags, errno := n.srv.wrapHandle(ctx, h, made.volatile, user)
 	fuseFlags |= n.srv.appendFlags(fh, flags, made.volatile)
+	viewFlags, _ := made.opened(ctx, fh, flags|syscall.O_EXCL) // a new view: no ESTALE
+	fuseFlags |= viewFlags
 	made.hold(fh, true) // made to be written, whatever the flags
-	made.opened(ctx, fh, flags|syscall.O_EXCL)
 	return inode, fh, fuseFlags, errno
 }
 

@@ -2,55 +2,68 @@
 
 package fusefs
 
+// The kernel's view of a stored file: its pages and size, cached across
+// opens. It must agree with the disk whenever a process opens the file,
+// whoever changed it, and it must never cost a byte a process wrote.
+//
+// Invariants (each checked by the test named):
+//
+//  1. A file opened after a change made on the disk reads the change,
+//     whether or not the watch has reported it yet (close-to-open): the
+//     open compares the file's state, stated through the new handle, with
+//     the state the kernel's view was made from (base), and where they
+//     differ drops the kernel's pages and attributes and moves its size.
+//     (TestViewCheck; TestCloseToOpen, TestUserMountCloseToOpen and
+//     TestCloseToOpenServer in cmd/gsvfs.)
+//  2. No write the kernel sends is dropped: a write-back that finds the
+//     file changed outside since base is written, as every write is, and
+//     the kernel's view is brought to the disk after it; so does one
+//     beside which the disk's file changed (its size after is not the
+//     write's alone). (TestViewOwnChange, TestOwnChangeRunsEveryWrite,
+//     TestRunOwnSeesChangeBeside; TestUserMountCoherence/
+//     WritesBesideADiskChange, AppendTwoProcesses.)
+//  3. Under the writeback cache a file changed outside while the kernel
+//     holds it is shared: every later open of it is served with direct
+//     I/O, so its writes reach the disk as they return and its reads see
+//     the disk, until the kernel forgets the file. The writeback cache
+//     stays for files the mount alone changes. (TestViewShared;
+//     TestUserMountCoherence/DiskChangeWhileHeldForWriting.)
+//  4. The mount's own changes leave the kernel's view as it is: a watch
+//     report naming a state no newer than base (by change time) is the
+//     mount's own, unless the view is behind. (TestViewOwnReport,
+//     TestRunOwnSeesChangeBeside; TestWritebackOwnWritesAndOutside.)
+//
+// A file's data state is its inode, size and modification time; each
+// change after a stat gets a new time (Linux 6.13 and later). On older
+// kernels a change from outside of the same size within a clock tick of
+// the mount's own may go unseen until the next: gsvfs-mount(1) says so.
+
 import (
 	"context"
-	"math"
 	"sync"
 	"syscall"
 	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/gsvfs/gsvfs/vfs"
 )
 
-// Under the writeback cache the kernel keeps what a process wrote through
-// the mount as dirty pages and sends them later: at writeback, close(2),
-// fsync(2), or when it drops the file's pages. A page holds more than the
-// bytes written into it: the rest is what the file held when the kernel
-// read the page in. Sent after the file changed on the disk, it would put
-// back what the disk's writer overwrote. The page guard keeps the rule of
-// one disk, the last writer wins:
-//
-//   - base is the file's state on the disk that the kernel's pages agree
-//     with: left by the mount's own last change, or read when the kernel
-//     was last made to drop the file's pages.
-//   - Each change through the mount runs between two stats of the file. A
-//     state before it other than base means the file changed outside
-//     since (stale): pages written back then were dirtied over what the
-//     disk no longer holds, and are dropped unwritten. The kernel is made
-//     to drop its pages at once (settle), and base moves to the new state.
-//   - A report of the watch is of the mount's own changes when it names
-//     a state no newer than base (by change time); any other is a change
-//     from outside, settled the same way. So the kernel keeps the pages of a file the mount
-//     wrote (4 KiB writes stay gathered, a file just written reads back
-//     from the cache), and loses them when someone else writes.
-//   - An open settles a change the watch has not reported yet, so a file
-//     opened after another process changed it on the disk reads the
-//     change (close-to-open), whatever the watch's delay.
-//
-// A file's data state is its inode, size and modification time; each
-// change after a stat gets a new time (Linux 6.13 and later). On older
-// kernels a change from outside of the same size within a clock tick of
-// the mount's own may go unseen, and a page dirtied after a change from
-// outside but sent before the watch reports it is dropped: gsvfs-mount(1)
-// says both. The guard runs only on files whose changes the watch
-// reports: without reports a stale base would never move.
-type pageGuard struct {
+// view is what the daemon knows of the kernel's view of one file.
+type view struct {
 	mu    sync.Mutex
-	base  fileState
-	known bool // base is set
-	stale bool // changed outside since base; the kernel's pages not yet dropped
+	base  fileState // the disk's state the kernel's view agrees with
+	known bool      // base is set
+	// behind: a write-back found a change from outside that the kernel
+	// has not been brought to yet; reports of the watch are not the
+	// mount's own until it is.
+	behind bool
+	// shared: changed outside while the kernel held it (writeback only).
+	shared bool
+	// ksize is the largest size the kernel may hold for the file: under
+	// the writeback cache it takes none smaller from the daemon.
+	ksize int64
 }
 
 // fileState is what a change of content moves in a file's attributes;
@@ -72,169 +85,304 @@ func (s fileState) sameData(o fileState) bool {
 	return s.ino == o.ino && s.size == o.size && s.mtime.Equal(o.mtime)
 }
 
-// guarded says whether the page guard runs for n: stored files under the
-// writeback cache whose changes the watch reports.
-func (n *node) guarded() bool {
-	return n.srv.writeback && !n.volatile && n.w.watched.Load() && n.srv.watch.on.Load()
+// set makes s the state the kernel's view agrees with, as when the kernel
+// learns of the file, or the mount changed it (O_TRUNC, creation).
+func (v *view) set(s fileState) {
+	v.mu.Lock()
+	v.base, v.known, v.behind, v.ksize = s, true, false, s.size
+	v.mu.Unlock()
 }
 
-// ownChange runs do, a change to the file through the mount, between two
-// stats of it (stat). A write of the kernel's dirty pages (pages) that
-// finds the file changed outside is dropped: do does not run and it
-// reports true. A change that finds one from outside settles it after do,
-// so the kernel reads the disk's content and size again.
-func (n *node) ownChange(ctx context.Context, stat func(context.Context) (vfs.Attr, error), pages bool, do func()) (dropped bool) {
-	if !n.guarded() {
-		do()
-		return false
-	}
-	g := &n.guard
-	g.mu.Lock()
-	before, err := stat(ctx)
-	if err != nil {
-		g.known = false
-		g.mu.Unlock()
-		do()
-		return false
-	}
-	if g.known && !g.base.sameData(stateOf(before)) {
-		g.stale = true
-	}
-	if g.stale && pages {
-		g.mu.Unlock()
-		n.srv.watch.droppedPages.Add(1)
-		return true
-	}
-	do()
-	after, err := stat(ctx)
-	if err == nil && !g.stale {
-		g.base, g.known = stateOf(after), true
-	}
-	stale := g.stale && err == nil
-	g.mu.Unlock()
-	if stale {
-		n.settle(after)
-	}
-	return false
+// grew records that the kernel may now hold size for the file.
+func (v *view) grew(size int64) {
+	v.mu.Lock()
+	v.ksize = max(v.ksize, size)
+	v.mu.Unlock()
 }
 
-// settle makes the kernel drop its pages of a file that changed outside
-// and take its size, now a: a larger one at once (grown), a smaller one
-// once nobody holds the file (shrank; an unknown size counts as larger).
-// Pages the kernel writes back meanwhile were dirtied before the change
-// and are dropped (ownChange).
-func (n *node) settle(a vfs.Attr) {
-	g := &n.guard
-	g.mu.Lock()
-	g.stale = true
-	was := int64(math.MaxInt64) // unknown: maybe larger
-	if g.known {
-		was = g.base.size
-	}
-	g.mu.Unlock()
-	n.NotifyContent(0, 0)
-	n.shrank(a, was)
-	n.grown(a, true) // a no-op for a file that shrank
-	g.mu.Lock()
-	g.base, g.known, g.stale = stateOf(a), true, false
-	g.mu.Unlock()
+// resized records that the kernel holds size for the file (it took it
+// from the daemon's reply to a truncate).
+func (v *view) resized(size int64) {
+	v.mu.Lock()
+	v.ksize = size
+	v.mu.Unlock()
 }
 
-// own says whether a report of the file in state a is of the mount's own
-// changes, which leave the kernel's pages true.
-func (n *node) own(a vfs.Attr) bool {
-	if !n.guarded() {
-		return false
+// check records the file's state now, at an open, and says whether the
+// kernel's view must be brought to it (changed outside since base), the
+// state it was made from (was), and, under the writeback cache, whether
+// the kernel may hold a larger size than now's (long), which only a new
+// inode in the kernel mends.
+func (v *view) check(now fileState, writeback bool) (changed, long bool, was fileState) {
+	changed = !v.known || v.behind || !v.base.sameData(now)
+	was = v.base
+	if changed && writeback && v.known {
+		v.shared = true
 	}
-	g := &n.guard
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if !g.known || g.stale {
-		return false
-	}
-	// Not the whole state: the watch's stat may fall inside one of the
-	// mount's writes, which moves the size page by page after the
-	// change time.
-	return a.Ino == g.base.ino && !a.Ctime.After(g.base.ctime)
+	long = writeback && now.size < v.ksize
+	// A change keeps the view behind until the kernel is brought to
+	// it (settle): an open meanwhile must not trust the kernel's view.
+	v.base, v.known, v.behind = now, true, changed
+	return changed, long, was
 }
 
-// opened checks, as fh opens, that the file did not change outside since
-// the kernel's pages of it were true, and settles a change the watch has
-// not reported yet. A file the mount truncates as it opens (O_TRUNC) or
-// just made starts a new base: nothing of its old content is left in the
-// kernel, and the kernel holds the file's writers off its pages then, so
-// no drop could be waited for. So does the first open for writing; a
-// file the mount only reads is kept by the watch alone.
-func (n *node) opened(ctx context.Context, fh gofs.FileHandle, flags uint32) {
+// own records a change the mount made between the states before and
+// after (after unknown: ok false), and says whether the file had changed
+// outside since base: the kernel's view is then behind the disk.
+func (v *view) own(before, after fileState, ok, writeback bool) (outside bool) {
+	outside = v.known && !v.base.sameData(before)
+	if outside {
+		v.behind = true
+		v.shared = v.shared || writeback
+	}
+	v.base, v.known = after, ok
+	v.ksize = max(v.ksize, after.size)
+	return outside
+}
+
+// ownReport says whether a report of the watch naming state s is of the
+// mount's own changes. Not the whole state: the watch's stat may fall
+// inside one of the mount's writes, which moves the size page by page
+// after the change time.
+func (v *view) ownReport(s fileState) bool {
+	return v.known && !v.behind && s.ino == v.base.ino && !s.ctime.After(v.base.ctime)
+}
+
+// viewed says whether the daemon keeps the kernel's view of n: stored
+// files whose data the kernel caches (not passthrough, which caches
+// nothing here; not generated content, served with direct I/O).
+func (n *node) viewed(fh gofs.FileHandle) (vfs.HandleAttrer, bool) {
 	f, ok := fh.(*fileHandle)
-	if !ok || !n.guarded() {
-		return
+	if !ok || n.volatile {
+		return nil, false
 	}
-	n.guard.mu.Lock()
-	fresh := flags&(syscall.O_TRUNC|syscall.O_EXCL) != 0 ||
-		!n.guard.known && flags&syscall.O_ACCMODE != syscall.O_RDONLY
-	n.guard.mu.Unlock()
-	if fresh {
-		n.rebase(ctx, f)
-	} else {
-		n.checkOutside(ctx, f)
+	if _, pass := f.PassthroughFd(); pass && !n.srv.writeback {
+		return nil, false
 	}
-	if flags&syscall.O_DIRECT != 0 && flags&syscall.O_TRUNC == 0 {
+	ha, ok := f.h.(vfs.HandleAttrer)
+	return ha, ok
+}
+
+// opened brings the kernel's view of the file to the disk's as fh opens
+// (invariant 1) and returns the open's flags for it: FOPEN_KEEP_CACHE
+// where the view held and changes are reported, FOPEN_DIRECT_IO for a
+// shared file under the writeback cache (invariant 3). A file the open
+// truncates or makes starts a new view: nothing of its old content is
+// left in the kernel (and under the writeback cache the kernel holds the
+// file's write-backs off during an O_TRUNC open, so no drop could wait).
+//
+// Under the writeback cache a file that shrank keeps the kernel's larger
+// size for as long as the kernel holds the inode. The open then takes the
+// file's name from the kernel and fails with ESTALE: the kernel looks the
+// name up again, forgets the inode the failed open held, and opens a new
+// one of the disk's size. Where a handle still holds the old inode, the
+// retry gets it again, served with direct I/O (reads see the disk; the
+// size shows once the last handle is closed, shrank).
+func (n *node) opened(ctx context.Context, fh gofs.FileHandle, flags uint32) (uint32, syscall.Errno) {
+	keep := uint32(0)
+	if !n.volatile && n.w.watched.Load() && n.srv.watch.on.Load() {
+		keep = fuse.FOPEN_KEEP_CACHE // kept true by the watch between opens
+	}
+	ha, ok := n.viewed(fh)
+	if !ok {
+		return keep, 0 // passthrough: the backing file's pages
+	}
+	// The stat and its comparison under one hold of the lock, as in
+	// ownChange: a write-back landing between them would move base
+	// past the stat and look like a change from outside.
+	n.view.mu.Lock()
+	a, err := ha.Attr(ctx)
+	if err != nil {
+		n.view.known = false
+		n.view.mu.Unlock()
+		return 0, 0
+	}
+	if flags&(syscall.O_TRUNC|syscall.O_EXCL) != 0 {
+		n.view.base, n.view.known, n.view.behind, n.view.ksize = stateOf(a), true, false, a.Size
+		n.view.mu.Unlock()
+		return keep | n.direct(), 0
+	}
+	changed, long, was := n.view.check(stateOf(a), n.srv.writeback)
+	n.view.mu.Unlock()
+	if changed {
+		n.settle(a, was)
+		keep = 0 // the kernel drops the file's pages as the open ends, too
+	}
+	if long {
+		n.view.resized(a.Size) // as the retry's new inode has it
+		n.shrank()
+		n.forgetName()
+		return 0, syscall.ESTALE
+	}
+	if flags&syscall.O_DIRECT != 0 {
 		// The kernel writes back only the dirty pages an O_DIRECT
 		// request overlaps; on one disk the others are there too.
 		n.NotifyContent(0, 0)
 	}
+	return keep | n.direct(), 0
 }
 
-// rebase makes the file's state now, read through f, the guard's base.
-// The stat is taken under the guard's lock, as ownChange's are, so that
-// no write-back lands between it and its use.
-func (n *node) rebase(ctx context.Context, f *fileHandle) {
-	ha, ok := f.h.(vfs.HandleAttrer)
-	if !ok {
+// direct serves an open with direct I/O where its file is shared
+// (invariant 3).
+func (n *node) direct() uint32 {
+	if !n.srv.writeback {
+		return 0
+	}
+	n.view.mu.Lock()
+	shared := n.view.shared
+	n.view.mu.Unlock()
+	if !shared {
+		return 0
+	}
+	return fuse.FOPEN_DIRECT_IO
+}
+
+// ownChange runs do, a change to the file through the mount, between two
+// stats of it (stat); sized is the size the change leaves from the size
+// before it when nobody else changes the file meanwhile. Every change
+// runs (invariant 2); one that finds the file changed outside since base,
+// or changed beside it, brings the kernel's view to the disk after it,
+// from another goroutine: the kernel may be waiting for this very
+// write-back before it can drop a page.
+func (n *node) ownChange(ctx context.Context, stat func(context.Context) (vfs.Attr, error), sized func(int64) int64, do func()) {
+	if !n.srv.writeback || n.volatile {
+		// Written through: the kernel's pages took the change as it
+		// went, and the next open checks the file anew.
+		do()
 		return
 	}
-	g := &n.guard
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	a, err := ha.Attr(ctx)
-	g.base, g.known, g.stale = stateOf(a), err == nil, false
+	if after, was, outside := n.runOwn(ctx, stat, sized, do); outside {
+		go n.catchUp(after, was)
+	}
 }
 
-// checkOutside settles a change from outside that the file open in f
-// had since the kernel's pages of it were true, and says whether the
-// guard could tell (it knows the file's state and could stat it).
+// runOwn is ownChange's part under the view's lock: it runs do between
+// the two stats and says whether the file changed outside before or
+// during it (the state after, and base before). An append from the disk
+// that lands during a write through the mount shows in the size after
+// it, which its change time alone would file under the mount's own.
+func (n *node) runOwn(ctx context.Context, stat func(context.Context) (vfs.Attr, error), sized func(int64) int64, do func()) (after vfs.Attr, was fileState, outside bool) {
+	v := &n.view
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	before, err := stat(ctx)
+	if err != nil {
+		v.known = false
+		do()
+		return after, was, false
+	}
+	was = v.base
+	do()
+	after, err = stat(ctx)
+	outside = v.own(stateOf(before), stateOf(after), err == nil, n.srv.writeback) && err == nil
+	if err == nil && after.Size != sized(before.Size) {
+		v.behind, v.shared, outside = true, true, true
+	}
+	if outside {
+		n.srv.watch.outsideWrites.Add(1)
+	}
+	return after, was, outside
+}
+
+// catchUp brings the kernel's view to a, the state a write-back left
+// after a change from outside, unless the view moved on meanwhile.
+func (n *node) catchUp(a vfs.Attr, was fileState) {
+	v := &n.view
+	v.mu.Lock()
+	current := v.behind && v.known && v.base.sameData(stateOf(a))
+	v.mu.Unlock()
+	if current {
+		n.settle(a, was)
+	}
+}
+
+// settle brings the kernel's view to a, base already, with the view
+// behind until it is done: an open meanwhile brings the view itself
+// rather than trust it. A view that moved on meanwhile stays behind for
+// the next open to settle.
+func (n *node) settle(a vfs.Attr, was fileState) {
+	n.bringTo(a, was)
+	v := &n.view
+	v.mu.Lock()
+	if v.known && v.base.sameData(stateOf(a)) {
+		v.behind = false
+	}
+	v.mu.Unlock()
+}
+
+// reported takes a report of the watch that the file's data changed, now
+// a: one the mount's own changes explain leaves the kernel's view
+// (invariant 4); any other brings the view to the disk and, under the
+// writeback cache, makes the file shared. It says whether it dropped
+// anything.
+func (n *node) reported(a vfs.Attr) bool {
+	v := &n.view
+	v.mu.Lock()
+	if v.ownReport(stateOf(a)) {
+		v.mu.Unlock()
+		return false
+	}
+	was, known := v.base, v.known
+	v.base, v.known, v.behind = stateOf(a), true, true
+	v.shared = v.shared || n.srv.writeback
+	v.mu.Unlock()
+	if !known {
+		was.size = -1 // unknown: the kernel's size may be larger
+	}
+	n.settle(a, was)
+	return true
+}
+
+// bringTo makes the kernel drop its pages of the file (writing the dirty
+// ones back first) and its attributes, and take its size a.Size. Without
+// the writeback cache the kernel takes sizes from the daemon. Under it
+// the kernel keeps its own: a larger one is pushed in (grown), a smaller
+// one is taken once the kernel forgets the file (shrank; an open that
+// finds it mends it at once, opened).
+func (n *node) bringTo(a vfs.Attr, was fileState) {
+	n.NotifyContent(0, 0)
+	if !n.srv.writeback {
+		return
+	}
+	if was.size < 0 || a.Size < was.size {
+		n.shrank()
+	}
+	n.grown(a, true)
+}
+
+// forget makes the view start again from the next open, for when the
+// kernel was made to drop everything (changes were lost).
+func (n *node) forget() {
+	n.view.mu.Lock()
+	n.view.known, n.view.behind = false, false
+	n.view.mu.Unlock()
+}
+
+// checkOutside brings the kernel's view of the file open in f to the
+// disk's if the file changed outside since base, and says whether it
+// could tell.
 func (n *node) checkOutside(ctx context.Context, f *fileHandle) bool {
-	ha, ok := f.h.(vfs.HandleAttrer)
+	ha, ok := n.viewed(f)
 	if !ok {
 		return false
 	}
-	// The stat and the comparison under one hold of the lock, as in
-	// ownChange: a write-back landing between them would move base past
-	// the stat and look like a change from outside.
-	g := &n.guard
-	g.mu.Lock()
-	if !g.known {
-		g.mu.Unlock()
+	n.view.mu.Lock()
+	if !n.view.known {
+		n.view.mu.Unlock()
 		return false
 	}
 	a, err := ha.Attr(ctx)
 	if err != nil {
-		g.mu.Unlock()
+		n.view.mu.Unlock()
 		return false
 	}
-	changed := g.stale || !g.base.sameData(stateOf(a))
-	g.mu.Unlock()
+	changed, long, was := n.view.check(stateOf(a), n.srv.writeback)
+	n.view.mu.Unlock()
 	if changed {
-		n.settle(a)
+		n.settle(a, was)
+	}
+	if long {
+		n.shrank()
 	}
 	return true
-}
-
-// forget makes the guard start again from the next change or open, for
-// when the kernel was made to drop everything (changes were lost).
-func (n *node) forget() {
-	n.guard.mu.Lock()
-	n.guard.known, n.guard.stale = false, false
-	n.guard.mu.Unlock()
 }

@@ -43,13 +43,14 @@ type watchState struct {
 	overflow  atomic.Bool // a batch was dropped: drop everything
 	// dropped counts what the kernel was told to forget, for /sys/stats.
 	droppedEntries, droppedInodes, lost atomic.Int64
-	// droppedPages counts writes of the kernel's dirty pages dropped
-	// because the file changed outside first (pageguard.go).
-	droppedPages atomic.Int64
-	on           atomic.Bool // subscribed: watched nodes may be cached long
-	stop         func()
-	done         chan struct{}
-	ended        sync.Once
+	// outsideWrites counts write-backs of the kernel's dirty pages that
+	// found the file changed outside first, written all the same
+	// (pageguard.go).
+	outsideWrites atomic.Int64
+	on            atomic.Bool // subscribed: watched nodes may be cached long
+	stop          func()
+	done          chan struct{}
+	ended         sync.Once
 }
 
 // nodeWatch is a node's part: what the kernel was told of it.
@@ -85,13 +86,13 @@ type WatchStats struct {
 	Entries  int64 // names dropped
 	Inodes   int64 // attributes and pages dropped
 	Lost     int64 // times everything was dropped (changes lost)
-	Pages    int64 // writes of dirty pages dropped (pageguard.go)
+	Pages    int64 // write-backs that found the file changed outside, written all the same (pageguard.go)
 }
 
 // WatchStats reports the mount's drops so far.
 func (m *Mount) WatchStats() WatchStats {
 	w := &m.srv.watch
-	return WatchStats{Watching: w.on.Load(), Entries: w.droppedEntries.Load(), Inodes: w.droppedInodes.Load(), Lost: w.lost.Load(), Pages: w.droppedPages.Load()}
+	return WatchStats{Watching: w.on.Load(), Entries: w.droppedEntries.Load(), Inodes: w.droppedInodes.Load(), Lost: w.lost.Load(), Pages: w.outsideWrites.Load()}
 }
 
 // willWatch decides, before the mount is made, whether it will listen
@@ -181,29 +182,32 @@ func (s *server) apply(c vfs.Change) {
 
 // attrChanged drops the kernel's attributes of the node, and its cached
 // pages if the content changed, unless the kernel was told just that or
-// the change is the mount's own (the page guard's own). It says whether
-// it dropped anything.
+// the change is the mount's own (pageguard.go). It says whether it
+// dropped anything.
 func (s *server) attrChanged(a vfs.Attr, data bool) (dropped bool) {
 	for _, n := range s.live(a.Ino) {
 		n.w.mu.Lock()
 		same := n.w.last == keyOf(a)
-		own := n.own(a)
-		if !own && (!same || data) {
-			n.w.last = attrKey{}
-		}
 		n.w.mu.Unlock()
-		if own || same && !data {
+		file := a.Type() == syscall.S_IFREG && !n.volatile
+		switch {
+		case file && data:
+			if !n.reported(a) {
+				continue // the mount's own: the kernel's view holds
+			}
+		case same:
 			continue
-		}
-		dropped = true
-		if t := a.Type(); t == syscall.S_IFREG && n.guarded() {
-			n.settle(a) // pages, and the size the kernel keeps under the writeback cache
-		} else if t == syscall.S_IFREG || t == syscall.S_IFDIR {
-			n.NotifyContent(0, 0) // pages, or a directory's listing
-			n.grown(a, true)      // just dropped: nothing dirty is left
-		} else {
+		case file:
+			n.NotifyContent(-1, 0) // attributes alone: the pages hold
+		case a.Type() == syscall.S_IFDIR || a.Type() == syscall.S_IFREG:
+			n.NotifyContent(0, 0) // a directory's listing, generated pages
+		default:
 			n.NotifyContent(-1, 0)
 		}
+		n.w.mu.Lock()
+		n.w.last = attrKey{}
+		n.w.mu.Unlock()
+		dropped = true
 		s.watch.droppedInodes.Add(1)
 	}
 	return dropped

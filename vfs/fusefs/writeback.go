@@ -8,9 +8,11 @@ import (
 	"os"
 	"sync"
 	"syscall"
+	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 
 	"github.com/gsvfs/gsvfs/vfs"
 )
@@ -22,15 +24,30 @@ import (
 // it is on only where passthrough is not in use: an ordinary user's
 // mount (the kernel gives backing files to CAP_SYS_ADMIN alone) and
 // --no-passthrough. Under it the kernel owns a stored file's size and
-// times, and the daemon meets what that demands (gsvfs-mount(1)):
-//   - the kernel reads pages to fill partial ones, also through a handle
-//     its caller opened write-only (openFlags);
-//   - it computes O_APPEND offsets from the size it holds, so appending
-//     handles bypass its cache (openFlags, appendFlags);
-//   - it writes dirty pages before every close(2) (FLUSH is sent under
-//     the writeback cache even to handles opened with FOPEN_NOFLUSH);
-//   - it takes no size from the daemon for a file it has, so a file that
-//     grew on the disk is pushed into its cache (grown).
+// times, and the daemon meets what that demands (gsvfs-mount(1)).
+//
+// Invariants (each checked by the test named; pageguard.go has those of
+// the kernel's view of a file):
+//
+//  1. The kernel reads pages to fill partial ones, also through a handle
+//     its caller opened write-only (openFlags). (TestOpenFlagsUnderWriteback,
+//     TestWritebackWriteOnlyAndAppend, TestUserMountCoherence/OnDiskAtClose.)
+//  2. It computes O_APPEND offsets from the size it holds, so appending
+//     handles bypass its cache and land at the disk's end (appendFlags).
+//     (TestUserMountCoherence/AppendTwoProcesses, TestWritebackWriteOnlyAndAppend.)
+//  3. What a process wrote is on the disk when close(2) or fsync(2)
+//     returns (the kernel writes dirty pages back then), and within about
+//     a second while the process holds the file open: the daemon makes the
+//     kernel write back its dirty pages every second while any handle may
+//     dirty them (flusher). (TestPageWritersCounted;
+//     TestUserMountCoherence/OnDiskAtClose, OnDiskAtFsync, HeldFileOnDisk.)
+//  4. The kernel takes no size from the daemon for a file it has, so a
+//     file that grew on the disk is pushed into its cache (grown), and one
+//     that shrank is forgotten by name once no handle holds it (shrank,
+//     unhold). (TestWritebackOutsideGrowthWhileOpen, TestCloseToOpen.)
+
+// writebackWanted says whether a mount with opts has the writeback cache:
+// wherever passthrough cannot be.
 func writebackWanted(opts Options) bool {
 	return opts.NoPassthrough || os.Geteuid() != 0
 }
@@ -90,8 +107,8 @@ func (s *server) withOpenFlags(flags uint32, volatile bool, open func(flags int)
 // and so do the pages before it. A file that shrank outside shows its
 // new size once the kernel forgets it (shrank, gsvfs-mount(1)).
 //
-// dropped says the kernel was just made to drop the file's pages (the
-// page guard's settle): it holds no dirty page to write the byte over.
+// dropped says the kernel was just made to drop the file's pages
+// (bringTo): it holds no dirty page to write the byte over.
 // Otherwise only while no handle of the mount may write the file through
 // its pages, which the kernel holds dirty only while one does; a writer's
 // open waits for a store under way (writers.mu). The kernel's size then
@@ -115,14 +132,19 @@ func (n *node) grown(a vfs.Attr, dropped bool) bool {
 	if got, _ := h.ReadAt(ctx, last, a.Size-1); got != 1 {
 		return false // shorter again: the watch reports it
 	}
-	return n.WriteCache(a.Size-1, last) == 0
+	if n.WriteCache(a.Size-1, last) != 0 {
+		return false
+	}
+	n.view.grew(a.Size)
+	return true
 }
 
 // forgetsChanged says whether a file whose content changed outside must
 // also lose its name in the kernel: under the writeback cache that is the
 // one way to make the kernel take a size from the daemon again (a name
 // dropped lets the kernel forget the inode unless something holds it
-// open), which a file that shrank needs.
+// open), which a file that shrank needs, and it ends the file's sharing
+// (pageguard.go) once nothing holds it.
 func (s *server) forgetsChanged(a vfs.Attr, data bool) bool {
 	return s.writeback && data && !a.Volatile && a.Type() == syscall.S_IFREG
 }
@@ -133,12 +155,13 @@ type writers struct {
 	mu    sync.Mutex
 	n     int  // writing through the pages
 	open  int  // all
-	short bool // shrank outside while open: the kernel's size is too large
+	short bool // shrank outside while held: the kernel's size is too large
 }
 
 // hold counts fh, an open handle of n, until its release; writes says
 // whether it may write. An appending handle writes past the kernel's
-// pages (appendFlags).
+// pages. (One served with direct I/O does too, but a shared mapping of
+// it dirties pages all the same.)
 func (n *node) hold(fh gofs.FileHandle, writes bool) {
 	f, ok := fh.(*fileHandle)
 	if !ok || !n.srv.writeback || n.volatile {
@@ -149,6 +172,7 @@ func (n *node) hold(fh gofs.FileHandle, writes bool) {
 	n.writers.open++
 	if f.pageWriter {
 		n.writers.n++
+		n.srv.pageWriters.Add(1)
 	}
 	n.writers.mu.Unlock()
 }
@@ -167,28 +191,34 @@ func (f *fileHandle) unhold() {
 	n.writers.open--
 	if f.pageWriter {
 		n.writers.n--
+		n.srv.pageWriters.Add(-1)
 	}
 	forget := n.writers.open == 0 && n.writers.short
 	if forget {
 		n.writers.short = false
 	}
 	n.writers.mu.Unlock()
-	if !forget {
-		return // Parent takes go-fuse's inode lock: only when needed
+	if forget {
+		n.forgetName()
 	}
+}
+
+// forgetName takes the file's name from the kernel, which then forgets
+// the inode once nothing holds it. (Parent takes go-fuse's inode lock:
+// only when needed.)
+func (n *node) forgetName() {
 	if name, parent := n.Parent(); parent != nil {
 		parent.NotifyEntry(name)
 	}
 }
 
-// shrank records that a file the kernel holds open became shorter than
-// the size the kernel keeps (was).
-func (n *node) shrank(a vfs.Attr, was int64) {
-	if a.Size < was {
-		n.writers.mu.Lock()
-		n.writers.short = n.writers.short || n.writers.open > 0
-		n.writers.mu.Unlock()
-	}
+// shrank records that the kernel may keep a larger size for the file
+// than the disk's: its names go at its last release (unhold), or at once
+// where the watch reports the change and nothing holds it (forgetsChanged).
+func (n *node) shrank() {
+	n.writers.mu.Lock()
+	n.writers.short = true
+	n.writers.mu.Unlock()
 }
 
 // sized tells the kernel a regular file's size where the daemon answers
@@ -198,7 +228,7 @@ func (n *node) shrank(a vfs.Attr, was int64) {
 // kernel serves generated content with direct I/O and never reads its
 // page cache, so one byte stored at the new end moves the size; a stored
 // file gets its last byte (grown). A file that shrank keeps the kernel's
-// size until the kernel forgets it (gsvfs-mount(1)).
+// size until the kernel forgets the file (gsvfs-mount(1)).
 func (n *node) sized(a vfs.Attr) {
 	if !n.srv.writeback || a.Type() != syscall.S_IFREG || a.Size <= 0 || a.Watched && n.srv.watch.on.Load() {
 		return
@@ -209,4 +239,68 @@ func (n *node) sized(a vfs.Attr) {
 	if n.volatile && n.WriteCache(a.Size-1, []byte{0}) == 0 || !n.volatile && n.grown(a, false) {
 		n.told.Store(a.Size)
 	}
+}
+
+// flushEvery bounds how long the kernel keeps a page written through the
+// mount dirty while the writer holds the file open: without it the
+// kernel's own expiry (vm.dirty_expire_centisecs, 30 s by default, for
+// the whole machine) decides, and programs reading the state directory
+// (a /proc session) see nothing of a log held open, nor does the disk
+// keep it if the daemon dies.
+const flushEvery = time.Second
+
+// flusher makes the kernel write back the mount's dirty pages every
+// flushEvery while any handle may dirty them (invariant 3). FUSE has no
+// notice that writes back without dropping pages, so the daemon asks as
+// any process may: syncfs(2) on the mount, through a descriptor of its
+// root opened for the call alone (one held would keep the mount busy).
+// It ends when stop closes, and closes done.
+func (m *Mount) flusher(dev uint64, stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	t := time.NewTicker(flushEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		if m.srv.pageWriters.Load() > 0 {
+			syncMount(m.Dir, dev)
+		}
+	}
+}
+
+// syncMount writes back the dirty pages of the file system at dir if it
+// is still the one of device dev (not one mounted over it since).
+func syncMount(dir string, dev uint64) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return // unmounted, or going
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) == nil && st.Dev == dev {
+		unix.Syncfs(fd)
+	}
+}
+
+// startFlusher starts the flusher of a mount under the writeback cache.
+func (m *Mount) startFlusher() {
+	var st unix.Stat_t
+	if !m.srv.writeback || unix.Stat(m.Dir, &st) != nil {
+		return
+	}
+	m.flushStop, m.flushDone = make(chan struct{}), make(chan struct{})
+	go m.flusher(st.Dev, m.flushStop, m.flushDone)
+}
+
+// stopFlusher ends the flusher and waits for a syncfs under way, so that
+// no descriptor of it keeps the mount busy.
+func (m *Mount) stopFlusher() {
+	if m.flushStop == nil {
+		return
+	}
+	m.flushOnce.Do(func() { close(m.flushStop) })
+	<-m.flushDone
 }
