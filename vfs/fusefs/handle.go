@@ -119,11 +119,21 @@ func (f *fileHandle) PassthroughFd() (int, bool) {
 	return 0, false
 }
 
+// ioCtx is the context of a read or write through f: generated content
+// may block until an event (a session's stream, its stdin's pipe), which
+// an interrupt ends; stored content's never does (reqCtx).
+func (f *fileHandle) ioCtx(ctx context.Context) context.Context {
+	if f.volatile {
+		return waitCtx(ctx)
+	}
+	return reqCtx(ctx)
+}
+
 // Read fills dest from off. For stored content it reads until dest is full
 // or the end, because the kernel takes a short read of a cached file as
 // its end; volatile content returns what one read gives.
 func (f *fileHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	ctx = reqCtx(ctx)
+	ctx = f.ioCtx(ctx)
 	got := 0
 	for got < len(dest) {
 		n, err := f.h.ReadAt(ctx, dest[got:], off+int64(got))
@@ -145,7 +155,7 @@ func (f *fileHandle) Write(ctx context.Context, data []byte, off int64) (uint32,
 	if errno := f.clearSetID(ctx); errno != 0 {
 		return 0, errno
 	}
-	ctx = reqCtx(ctx)
+	ctx = f.ioCtx(ctx)
 	var n int
 	var err error
 	write := func() { n, err = f.h.WriteAt(vfs.WithFlushAtClose(ctx), data, off) }

@@ -73,7 +73,7 @@ func (n *node) lock(ctx context.Context, fh gofs.FileHandle, cmd vfs.LockCmd, ow
 	if cmd != vfs.LockTest && r.Type == vfs.LockUnlock && !f.volatile {
 		n.beforeUnlock()
 	}
-	got, err := vfs.LockHandle(reqCtx(ctx), f.h, n.StableAttr().Ino, r)
+	got, err := vfs.LockHandle(waitCtx(ctx), f.h, n.StableAttr().Ino, r) // F_SETLKW waits
 	if err != nil {
 		return vfs.Lock{}, f.srv.errnoOf("lock", err)
 	}

@@ -66,8 +66,21 @@ func (n *node) OnForget() {
 }
 
 // reqCtx carries the FUSE caller's identity into the vfs call, so backends
-// can give new files the caller's ownership.
+// can give new files the caller's ownership. The request's cancellation
+// (the kernel's INTERRUPT) is not passed on: the kernel sends one for any
+// signal, and Go's runtime signals a Go caller's threads at any moment,
+// so a stat, an fsync or a page fault's read of stored content would fail
+// with EINTR where a disk never does. Those calls do not truly block:
+// they wait for a disk or a link, which the link's own deadlines bound.
+// What does block keeps its cancellation (waitCtx).
 func reqCtx(ctx context.Context) context.Context {
+	return waitCtx(context.WithoutCancel(ctx))
+}
+
+// waitCtx is reqCtx for a call that truly blocks, until an event that may
+// never come: a read of generated content (a session's stream, its wait
+// file) or a lock wait. An interrupt ends it with EINTR.
+func waitCtx(ctx context.Context) context.Context {
 	if caller, ok := fuse.FromContext(ctx); ok {
 		return vfs.WithCaller(ctx, vfs.Caller{Uid: caller.Uid, Gid: caller.Gid})
 	}
