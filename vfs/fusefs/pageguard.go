@@ -32,6 +32,9 @@ package fusefs
 //     report naming a state no newer than base (by change time) is the
 //     mount's own, unless the view is behind. (TestViewOwnReport,
 //     TestRunOwnSeesChangeBeside; TestWritebackOwnWritesAndOutside.)
+//  5. A file opened with passthrough shows the disk's attributes to its
+//     opener: an open that finds them other than the kernel was last told
+//     drops the kernel's. (TestIntegrityFsx/passthrough/actor in cmd/gsvfs.)
 //
 // A file's data state is its inode, size and modification time; each
 // change after a stat gets a new time (Linux 6.13 and later). On older
@@ -163,6 +166,33 @@ func (n *node) viewed(fh gofs.FileHandle) (vfs.HandleAttrer, bool) {
 	return ha, ok
 }
 
+// passedThrough keeps close-to-open for a file opened with passthrough:
+// its pages are the backing file's, true by themselves, but the kernel
+// holds its attributes for as long as a watched file's, and the watch's
+// report of a change on the disk may come after this open. A size or
+// time other than the kernel was last told drops them, so the opener's
+// fstat asks again (invariant 5).
+func (n *node) passedThrough(ctx context.Context, fh gofs.FileHandle) {
+	f, ok := fh.(*fileHandle)
+	if !ok || n.volatile {
+		return
+	}
+	ha, ok := f.h.(vfs.HandleAttrer)
+	if !ok {
+		return
+	}
+	a, err := ha.Attr(ctx)
+	if err != nil {
+		return
+	}
+	n.w.mu.Lock()
+	told := n.w.last
+	n.w.mu.Unlock()
+	if now := keyOf(a); !told.valid || now.size != told.size || !now.mtime.Equal(told.mtime) || !now.ctime.Equal(told.ctime) {
+		n.NotifyContent(-1, 0) // attributes alone: the pages are the disk's
+	}
+}
+
 // opened brings the kernel's view of the file to the disk's as fh opens
 // (invariant 1) and returns the open's flags for it: FOPEN_KEEP_CACHE
 // where the view held and changes are reported, FOPEN_DIRECT_IO for a
@@ -185,7 +215,8 @@ func (n *node) opened(ctx context.Context, fh gofs.FileHandle, flags uint32) (ui
 	}
 	ha, ok := n.viewed(fh)
 	if !ok {
-		return keep, 0 // passthrough: the backing file's pages
+		n.passedThrough(ctx, fh)
+		return keep, 0
 	}
 	// The stat and its comparison under one hold of the lock, as in
 	// ownChange: a write-back landing between them would move base
