@@ -27,10 +27,7 @@ func TestEndlessDeviceBounded(t *testing.T) {
 	startDevice(t, gw.token(t, "good"), "good")
 	tree := vfs.NewStaticDir(map[string]vfs.Node{"endless": vfstest.NewEndlessDir(), "hello": vfs.NewTextFile([]byte("hi\n"))})
 	startDeviceServing(t, gw.token(t, "bad"), "bad", tree)
-	eventually(t, "both online", func() bool {
-		return gw.describeOf(t, "good").Online && gw.describeOf(t, "bad").Online
-	})
-	good, bad := gw.mount("good"), gw.mount("bad")
+	good, bad := gw.online(t, "good"), gw.online(t, "bad")
 	goroutines := runtime.NumGoroutine()
 
 	stop, others := make(chan struct{}), make(chan error, 1)
@@ -160,10 +157,7 @@ func TestStuckDeviceCutOffAndRejoins(t *testing.T) {
 	defer close(stuck.release) // before the device's server is closed
 	tree := vfs.NewStaticDir(map[string]vfs.Node{"stuck": stuck, "hello": vfs.NewTextFile([]byte("hi\n"))})
 	startDeviceServing(t, gw.token(t, "bad"), "bad", tree)
-	eventually(t, "both online", func() bool {
-		return gw.describeOf(t, "good").Online && gw.describeOf(t, "bad").Online
-	})
-	good, bad := gw.mount("good"), gw.mount("bad")
+	good, bad := gw.online(t, "good"), gw.online(t, "bad")
 	n, err := bad.Lookup(context.Background(), "stuck")
 	if err != nil {
 		t.Fatal(err)

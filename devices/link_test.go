@@ -89,6 +89,14 @@ func (tg *testGateway) mount(id string) vfs.Node {
 	return tg.mounted[id]
 }
 
+// online waits until id is online and its tree spliced in (which comes
+// just after the link), and returns the tree.
+func (tg *testGateway) online(t *testing.T, id string) vfs.Node {
+	t.Helper()
+	eventually(t, id+" online and mounted", func() bool { return tg.describeOf(t, id).Online && tg.mount(id) != nil })
+	return tg.mount(id)
+}
+
 func (tg *testGateway) token(t *testing.T, device string) Token {
 	t.Helper()
 	return tg.tokenFor(t, device, RoleDevice)
@@ -184,12 +192,11 @@ func readAll(t *testing.T, root vfs.Node, name string) (string, error) {
 func TestJoinServeAndLeave(t *testing.T) {
 	gw := startGateway(t)
 	stop, _ := startDevice(t, gw.token(t, "lap"), "lap")
-	eventually(t, "lap online", func() bool { return gw.describeOf(t, "lap").Online })
+	root := gw.online(t, "lap")
 	d := gw.describeOf(t, "lap")
 	if d.Platform != "plan9" || d.Arch != "mips" || d.Mount != "/mnt/lap" || len(d.Implements) != 1 {
 		t.Errorf("descriptor: %+v", d)
 	}
-	root := gw.mount("lap")
 	if root == nil {
 		t.Fatalf("lap not mounted; mounted: %v", gw.mounted)
 	}
@@ -362,11 +369,10 @@ func TestGatewayDialsDevice(t *testing.T) {
 	if err := gw.store.AddDialed("desk", tok); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "desk online", func() bool { return gw.describeOf(t, "desk").Online })
+	root := gw.online(t, "desk")
 	if d := gw.describeOf(t, "desk"); d.Arch != "riscv64" {
 		t.Errorf("the dialled device's facts: %+v", d)
 	}
-	root := gw.mount("desk")
 	if root == nil {
 		t.Fatal("desk not mounted")
 	}
@@ -390,8 +396,7 @@ func TestGatewayDialsDevice(t *testing.T) {
 func TestForgottenRootStaysUsable(t *testing.T) {
 	gw := startGateway(t)
 	startDevice(t, gw.token(t, "lap"), "lap")
-	eventually(t, "lap online", func() bool { return gw.describeOf(t, "lap").Online })
-	root := gw.mount("lap")
+	root := gw.online(t, "lap")
 	if _, err := readAll(t, root, "hello"); err != nil {
 		t.Fatal(err)
 	}
@@ -412,8 +417,7 @@ func TestGatewayRestart(t *testing.T) {
 	gw.stop()
 
 	gw2 := startGatewayAt(t, dir, addr)
-	eventually(t, "lap online at the restarted gateway", func() bool { return gw2.describeOf(t, "lap").Online })
-	root := gw2.mount("lap")
+	root := gw2.online(t, "lap")
 	if root == nil {
 		t.Fatal("lap not mounted after the restart")
 	}
@@ -433,7 +437,7 @@ func TestLinkCountsRequests(t *testing.T) {
 	}
 	gw := startGateway(t)
 	stop, _, _ := startDeviceServing(t, gw.token(t, "lap"), "lap", vfs.NewStaticDir(files))
-	eventually(t, "lap online", func() bool { return gw.describeOf(t, "lap").Online })
+	gw.online(t, "lap")
 	sent := func() LinkCount {
 		for _, c := range gw.LinkRequests() {
 			if c.Device == "lap" {

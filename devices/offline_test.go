@@ -13,8 +13,7 @@ func TestOfflineRootKeepsLastAttr(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "private")
 	gw := startGatewayAt(t, dir, "127.0.0.1:0")
 	stop, _ := startDevice(t, gw.token(t, "lap"), "lap")
-	eventually(t, "lap online", func() bool { return gw.describeOf(t, "lap").Online })
-	online, err := gw.mount("lap").Attr(ctx)
+	online, err := gw.online(t, "lap").Attr(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
