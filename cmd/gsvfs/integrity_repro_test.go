@@ -68,7 +68,7 @@ var ixRepros = []struct {
 func TestIntegrityRepro(t *testing.T) {
 	for _, path := range ixPaths {
 		t.Run(path.name, func(t *testing.T) {
-			t.Parallel() // as in TestIntegrityFsx
+			ixParallel(t, path.name)
 			var p *ixPath
 			for _, r := range ixRepros {
 				if !slices.Contains(r.paths, path.name) {

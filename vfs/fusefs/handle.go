@@ -85,7 +85,7 @@ func (f *fileHandle) flush(ctx context.Context, file uint64) syscall.Errno {
 	if !ok || (f.opener != 0 && callerProcess(ctx) != f.opener) {
 		return 0
 	}
-	return f.srv.errnoOf("flush", fl.Flush(reqCtx(ctx)))
+	return f.srv.errnoOf("flush", fl.Flush(f.srv.reqCtx(ctx)))
 }
 
 // callerProcess is the process (thread group) of the request's caller, or
@@ -126,7 +126,7 @@ func (f *fileHandle) ioCtx(ctx context.Context) context.Context {
 	if f.volatile {
 		return waitCtx(ctx)
 	}
-	return reqCtx(ctx)
+	return f.srv.reqCtx(ctx)
 }
 
 // Read fills dest from off. For stored content it reads until dest is full
@@ -215,7 +215,7 @@ func (f *fileHandle) clearSetID(ctx context.Context) syscall.Errno {
 	if !ok {
 		return 0
 	}
-	_, err := ha.SetAttr(reqCtx(ctx), vfs.SetAttr{Valid: vfs.SetClearSetID})
+	_, err := ha.SetAttr(f.srv.reqCtx(ctx), vfs.SetAttr{Valid: vfs.SetClearSetID})
 	return f.srv.errnoOf("clear set-id bits", err)
 }
 
@@ -241,7 +241,7 @@ func (f *fileHandle) Lseek(ctx context.Context, off uint64, whence uint32) (uint
 	if !ok {
 		return 0, syscall.EINVAL
 	}
-	a, err := ha.Attr(reqCtx(ctx))
+	a, err := ha.Attr(f.srv.reqCtx(ctx))
 	if err != nil {
 		return 0, f.srv.toErrno("lseek", err)
 	}
@@ -278,7 +278,7 @@ func (s *server) release(u openUser) {
 }
 
 func (f *fileHandle) Fsync(ctx context.Context, _ uint32) syscall.Errno {
-	return f.srv.errnoOf("fsync", vfs.Sync(reqCtx(ctx), f.h))
+	return f.srv.errnoOf("fsync", vfs.Sync(f.srv.reqCtx(ctx), f.h))
 }
 
 func (f *fileHandle) Allocate(ctx context.Context, off, size uint64, mode uint32) syscall.Errno {
@@ -286,7 +286,7 @@ func (f *fileHandle) Allocate(ctx context.Context, off, size uint64, mode uint32
 	if !ok {
 		return syscall.EOPNOTSUPP
 	}
-	ctx = reqCtx(ctx)
+	ctx = f.srv.reqCtx(ctx)
 	var err error
 	allocate := func() { err = a.Allocate(ctx, int64(off), int64(size), mode) }
 	if ha, ok := f.h.(vfs.HandleAttrer); ok && f.node != nil {
@@ -336,7 +336,7 @@ func (d *dirStream) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Err
 			d.atEnd = false
 			return nil, 0
 		}
-		entries, err := vfs.ReadDirDots(reqCtx(ctx), d.dr, d.pos)
+		entries, err := vfs.ReadDirDots(d.srv.reqCtx(ctx), d.dr, d.pos)
 		if err != nil {
 			return nil, d.srv.toErrno("readdir", err)
 		}
@@ -381,5 +381,5 @@ func (d *dirStream) Releasedir(context.Context, uint32) {
 }
 
 func (d *dirStream) Fsyncdir(ctx context.Context, _ uint32) syscall.Errno {
-	return d.srv.errnoOf("fsyncdir", vfs.Sync(reqCtx(ctx), d.h))
+	return d.srv.errnoOf("fsyncdir", vfs.Sync(d.srv.reqCtx(ctx), d.h))
 }

@@ -78,7 +78,7 @@ func (n *node) lock(ctx context.Context, fh gofs.FileHandle, cmd vfs.LockCmd, ow
 		return vfs.Lock{}, f.srv.errnoOf("lock", err)
 	}
 	if cmd != vfs.LockTest && r.Type != vfs.LockUnlock && !f.volatile {
-		n.afterLock(reqCtx(ctx), f)
+		n.afterLock(f.srv.reqCtx(ctx), f)
 	}
 	return got, 0
 }
@@ -147,7 +147,7 @@ func (f *fileHandle) dropOwnerLocks(ctx context.Context, file uint64) syscall.Er
 	if !ok || !f.srv.lockers.held(file) {
 		return 0
 	}
-	_, err := vfs.LockHandle(reqCtx(ctx), f.h, file, vfs.LockRequest{Cmd: vfs.LockFlush, Owner: f.srv.lockOwner(owner)})
+	_, err := vfs.LockHandle(f.srv.reqCtx(ctx), f.h, file, vfs.LockRequest{Cmd: vfs.LockFlush, Owner: f.srv.lockOwner(owner)})
 	return f.srv.errnoOf("unlock at close", err)
 }
 

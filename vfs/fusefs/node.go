@@ -72,10 +72,22 @@ func (n *node) OnForget() {
 // so a stat, an fsync or a page fault's read of stored content would fail
 // with EINTR where a disk never does. Those calls do not truly block:
 // they wait for a disk or a link, which the link's own deadlines bound.
-// What does block keeps its cancellation (waitCtx).
-func reqCtx(ctx context.Context) context.Context {
-	return waitCtx(context.WithoutCancel(ctx))
+// They end when the mount is taken down. What does block keeps the
+// request's cancellation (waitCtx).
+func (s *server) reqCtx(ctx context.Context) context.Context {
+	return waitCtx(uninterrupted{context.WithoutCancel(ctx), s.life})
 }
+
+// uninterrupted is a request's context (its values: the caller) that
+// ends with the mount's life rather than at the kernel's interrupt.
+type uninterrupted struct {
+	context.Context // the request's, without its cancellation
+	life            context.Context
+}
+
+func (u uninterrupted) Deadline() (time.Time, bool) { return u.life.Deadline() }
+func (u uninterrupted) Done() <-chan struct{}       { return u.life.Done() }
+func (u uninterrupted) Err() error                  { return u.life.Err() }
 
 // waitCtx is reqCtx for a call that truly blocks, until an event that may
 // never come: a read of generated content (a session's stream, its wait
@@ -152,7 +164,7 @@ func (n *node) adoptAttr(ctx context.Context, name string, child vfs.Node, a vfs
 }
 
 func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	ctx = reqCtx(ctx)
+	ctx = n.srv.reqCtx(ctx)
 	// One step where the tree can (a 9P peer walks and stats in one
 	// round trip, and READDIRPLUS's lookups of what it just listed cost
 	// none).
@@ -174,7 +186,7 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*go
 }
 
 func (n *node) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	ctx = reqCtx(ctx)
+	ctx = n.srv.reqCtx(ctx)
 	var a vfs.Attr
 	var err error
 	h, byHandle := handleAttrer(fh)
@@ -201,7 +213,7 @@ func (n *node) answerAttr(out *fuse.AttrOut, a vfs.Attr, byHandle bool) {
 }
 
 func (n *node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	ctx = reqCtx(ctx)
+	ctx = n.srv.reqCtx(ctx)
 	s := toSetAttr(in)
 	var a vfs.Attr
 	var err error
@@ -271,7 +283,7 @@ func toSetAttr(in *fuse.SetAttrIn) vfs.SetAttr {
 }
 
 func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
-	ctx = reqCtx(ctx)
+	ctx = n.srv.reqCtx(ctx)
 	user, errno := n.srv.takeOpen(ctx)
 	if errno != 0 {
 		return nil, 0, errno
@@ -307,7 +319,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 }
 
 func (n *node) OpendirHandle(ctx context.Context, _ uint32) (gofs.FileHandle, uint32, syscall.Errno) {
-	ctx = reqCtx(ctx)
+	ctx = n.srv.reqCtx(ctx)
 	user, errno := n.srv.takeOpen(ctx)
 	if errno != 0 {
 		return nil, 0, errno
@@ -333,7 +345,7 @@ func (n *node) OpendirHandle(ctx context.Context, _ uint32) (gofs.FileHandle, ui
 }
 
 func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
-	ctx = reqCtx(ctx)
+	ctx = n.srv.reqCtx(ctx)
 	user, errno := n.srv.takeOpen(ctx)
 	if errno != 0 {
 		return nil, nil, 0, errno
@@ -382,7 +394,7 @@ func (n *node) Tmpfile(ctx context.Context, flags uint32, mode uint32, out *fuse
 	if !ok {
 		return nil, nil, 0, syscall.EOPNOTSUPP
 	}
-	ctx = reqCtx(ctx)
+	ctx = n.srv.reqCtx(ctx)
 	user, errno := n.srv.takeOpen(ctx)
 	if errno != 0 {
 		return nil, nil, 0, errno
@@ -396,7 +408,7 @@ func (n *node) Tmpfile(ctx context.Context, flags uint32, mode uint32, out *fuse
 }
 
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	ctx = reqCtx(ctx)
+	ctx = n.srv.reqCtx(ctx)
 	child, err := n.vn.Mkdir(ctx, name, n.newMode(ctx, mode))
 	if err != nil {
 		return nil, n.srv.toErrno("mkdir", err)
@@ -405,7 +417,7 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 }
 
 func (n *node) Mknod(ctx context.Context, name string, mode uint32, rdev uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	ctx = reqCtx(ctx)
+	ctx = n.srv.reqCtx(ctx)
 	child, err := vfs.Mknod(ctx, n.vn, name, n.newMode(ctx, mode), uint64(rdev))
 	if err != nil {
 		return nil, n.srv.toErrno("mknod", err)
@@ -414,7 +426,7 @@ func (n *node) Mknod(ctx context.Context, name string, mode uint32, rdev uint32,
 }
 
 func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	ctx = reqCtx(ctx)
+	ctx = n.srv.reqCtx(ctx)
 	child, err := vfs.Symlink(ctx, n.vn, name, target)
 	if err != nil {
 		return nil, n.srv.toErrno("symlink", err)
@@ -423,7 +435,7 @@ func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 }
 
 func (n *node) Link(ctx context.Context, target gofs.InodeEmbedder, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	ctx = reqCtx(ctx)
+	ctx = n.srv.reqCtx(ctx)
 	t, isOurs := target.(*node)
 	if !isOurs {
 		return nil, syscall.EPERM
@@ -440,7 +452,7 @@ func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 	if !ok {
 		return nil, syscall.EINVAL
 	}
-	target, err := rl.Readlink(reqCtx(ctx))
+	target, err := rl.Readlink(n.srv.reqCtx(ctx))
 	if err != nil {
 		return nil, n.srv.toErrno("readlink", err)
 	}
@@ -448,11 +460,11 @@ func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 }
 
 func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
-	return n.removed(name, n.srv.errnoOf("unlink", n.vn.Remove(reqCtx(ctx), name, false)))
+	return n.removed(name, n.srv.errnoOf("unlink", n.vn.Remove(n.srv.reqCtx(ctx), name, false)))
 }
 
 func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
-	return n.removed(name, n.srv.errnoOf("rmdir", n.vn.Remove(reqCtx(ctx), name, true)))
+	return n.removed(name, n.srv.errnoOf("rmdir", n.vn.Remove(n.srv.reqCtx(ctx), name, true)))
 }
 
 // removed records a name the mount took away (errno 0) and passes errno on.
@@ -473,9 +485,9 @@ func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 	}
 	var err error
 	if flags == 0 {
-		err = n.vn.Rename(reqCtx(ctx), name, to.vn, newName)
+		err = n.vn.Rename(n.srv.reqCtx(ctx), name, to.vn, newName)
 	} else if fr, ok := n.vn.(vfs.FlagRenamer); ok {
-		err = fr.RenameFlags(reqCtx(ctx), name, to.vn, newName, flags)
+		err = fr.RenameFlags(n.srv.reqCtx(ctx), name, to.vn, newName, flags)
 	} else {
 		return syscall.EINVAL
 	}
@@ -502,7 +514,7 @@ func (s *server) errnoOf(op string, err error) syscall.Errno {
 }
 
 func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
-	st, err := vfs.StatFSOf(reqCtx(ctx), n.vn)
+	st, err := vfs.StatFSOf(n.srv.reqCtx(ctx), n.vn)
 	if err != nil {
 		return n.srv.toErrno("statfs", err)
 	}
@@ -533,7 +545,7 @@ func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, 
 	if !ok {
 		return 0, missingXattr(attr)
 	}
-	val, err := x.GetXattr(reqCtx(ctx), attr)
+	val, err := x.GetXattr(n.srv.reqCtx(ctx), attr)
 	if errno := vfs.Errno(err); errno == syscall.ENODATA {
 		return 0, missingXattr(attr)
 	} else if err != nil {
@@ -570,7 +582,7 @@ func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uin
 	if !ok {
 		return syscall.ENOTSUP
 	}
-	return vfs.Errno(x.SetXattr(reqCtx(ctx), attr, data, int(flags)))
+	return vfs.Errno(x.SetXattr(n.srv.reqCtx(ctx), attr, data, int(flags)))
 }
 
 func (n *node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
@@ -578,7 +590,7 @@ func (n *node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errn
 	if !ok {
 		return 0, 0
 	}
-	names, err := x.ListXattr(reqCtx(ctx))
+	names, err := x.ListXattr(n.srv.reqCtx(ctx))
 	if err != nil {
 		return 0, vfs.Errno(err)
 	}
@@ -603,5 +615,5 @@ func (n *node) Removexattr(ctx context.Context, attr string) syscall.Errno {
 	if !ok {
 		return syscall.ENOTSUP
 	}
-	return vfs.Errno(x.RemoveXattr(reqCtx(ctx), attr))
+	return vfs.Errno(x.RemoveXattr(n.srv.reqCtx(ctx), attr))
 }

@@ -67,6 +67,10 @@ type server struct {
 	// counts the open handles that may dirty its pages.
 	writeback   bool
 	pageWriters atomic.Int64
+	// life ends when the mount is being taken down (Unmount): the calls
+	// an interrupt does not cancel (reqCtx) end then.
+	life context.Context
+	end  context.CancelFunc
 }
 
 // Mount is a live FUSE mount of a vfs tree.
@@ -97,6 +101,7 @@ func New(dir string, root vfs.Node, opts Options) (*Mount, error) {
 	}
 	srv := &server{opts: opts, log: opts.Log, writeback: writebackWanted(opts),
 		opens: newUserOpens(opts.MaxOpenPerUser, bounds.NewRateLog(opts.Log, 10*time.Second))}
+	srv.life, srv.end = context.WithCancel(context.Background())
 	a, err := root.Attr(context.Background())
 	if err != nil {
 		return nil, fmt.Errorf("stat the tree's root: %w", err)
@@ -216,6 +221,7 @@ func (m *Mount) Wait() {
 // Unmount detaches the mount, and first any kernel binds laid over it; it
 // fails while files on it are open.
 func (m *Mount) Unmount() error {
+	m.srv.end() // calls still waiting would hold the unmount up
 	m.dropKernelBinds()
 	m.stopFlusher()
 	return m.fs.Unmount()
