@@ -27,6 +27,7 @@ type node struct {
 	w        nodeWatch
 	writers  writers
 	view     view
+	resize   resize
 	told     atomic.Int64 // the size sized last gave the kernel
 }
 
@@ -203,6 +204,11 @@ func (n *node) answerAttr(out *fuse.AttrOut, a vfs.Attr, byHandle bool) {
 func (n *node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	ctx = reqCtx(ctx)
 	s := toSetAttr(in)
+	if s.Valid&vfs.SetSize != 0 {
+		if own, errno := n.ownResize(ctx, out); own {
+			return errno
+		}
+	}
 	var a vfs.Attr
 	var err error
 	h, byHandle := handleAttrer(fh)

@@ -111,6 +111,14 @@ func (v *view) resized(size int64) {
 	v.mu.Unlock()
 }
 
+// holdsMore says whether the kernel may hold a larger size than size
+// for the file.
+func (v *view) holdsMore(size int64) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.ksize > size
+}
+
 // check records the file's state now, at an open, and says whether the
 // kernel's view must be brought to it (changed outside since base), the
 // state it was made from (was), and, under the writeback cache, whether
@@ -239,7 +247,7 @@ func (n *node) opened(ctx context.Context, fh gofs.FileHandle, flags uint32) (ui
 		n.settle(a, was)
 		keep = 0 // the kernel drops the file's pages as the open ends, too
 	}
-	if long {
+	if long && n.view.holdsMore(a.Size) && !n.mend(a.Size) {
 		n.view.resized(a.Size) // as the retry's new inode has it
 		n.shrank()
 		n.forgetName()
@@ -375,7 +383,7 @@ func (n *node) bringTo(a vfs.Attr, was fileState) {
 	if !n.srv.writeback {
 		return
 	}
-	if was.size < 0 || a.Size < was.size {
+	if (was.size < 0 || a.Size < was.size) && !n.mend(a.Size) {
 		n.shrank()
 	}
 	n.grown(a, true)

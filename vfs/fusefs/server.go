@@ -67,6 +67,10 @@ type server struct {
 	// counts the open handles that may dirty its pages.
 	writeback   bool
 	pageWriters atomic.Int64
+	// The mount's directory and device, once mounted: the daemon
+	// reaches its files through it to mend their sizes (mend).
+	mountDir string
+	mountDev uint64
 }
 
 // Mount is a live FUSE mount of a vfs tree.
@@ -170,6 +174,10 @@ func New(dir string, root vfs.Node, opts Options) (*Mount, error) {
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
 	}
 	m := &Mount{Dir: dir, fs: fsrv, srv: srv}
+	var st syscall.Stat_t
+	if syscall.Stat(dir, &st) == nil {
+		srv.mountDir, srv.mountDev = dir, st.Dev
+	}
 	m.binds.ownMount(dir) // at once: the one mount kernel binds go on
 	if err := closeFuseOnExec(); err != nil {
 		fsrv.Unmount()

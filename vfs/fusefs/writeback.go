@@ -6,7 +6,9 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -303,4 +305,68 @@ func (m *Mount) stopFlusher() {
 	}
 	m.flushOnce.Do(func() { close(m.flushStop) })
 	<-m.flushDone
+}
+
+// resize is a node's record of the daemon's own truncate through the
+// mount (mend): the one SETATTR with a size the daemon may send itself.
+type resize struct {
+	mu      sync.Mutex // one mend at a time
+	pending atomic.Bool
+}
+
+// mend moves the kernel's size of the file, which it holds larger than
+// the disk's size (the file shrank outside while the kernel had it), to
+// the disk's, and says whether it did. Under the writeback cache the one
+// reply the kernel takes a smaller size from is a truncate's, so the
+// daemon truncates the file through its own mount: it reaches the
+// inode by its name with O_PATH (no open request, no data), checks that
+// the name still leads to this very inode, and truncates through the
+// descriptor's /proc link. Its SETATTR answers with the disk's attributes
+// and leaves the disk as it is (ownResize). The kernel's dirty pages are
+// written back first: a truncate drops those past the new end.
+//
+// No lock of the daemon is held: the kernel holds the inode's lock for
+// the truncate and waits for the file's write-backs in flight, which
+// take the view's lock. The open that asks is not an O_TRUNC one, which
+// alone holds the inode's lock during its request (fuse_open).
+func (n *node) mend(size int64) bool {
+	dir, dev := n.srv.mountDir, n.srv.mountDev
+	if dir == "" {
+		return false
+	}
+	n.resize.mu.Lock()
+	defer n.resize.mu.Unlock()
+	fd, err := unix.Open(dir+"/"+n.Path(nil), unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Dev != dev || st.Ino != n.StableAttr().Ino {
+		return false // renamed or replaced meanwhile: not this file's name
+	}
+	n.NotifyContent(0, 0)
+	n.resize.pending.Store(true)
+	defer n.resize.pending.Store(false)
+	return unix.Truncate("/proc/self/fd/"+strconv.Itoa(fd), size) == nil
+}
+
+// ownResize answers a SETATTR with a size: the daemon's own (mend) with
+// the disk's attributes, untouched; any other of the daemon's is refused,
+// so that nothing the daemon runs truncates a file through its mount.
+// handled says the request was the daemon's.
+func (n *node) ownResize(ctx context.Context, out *fuse.AttrOut) (handled bool, errno syscall.Errno) {
+	if !n.srv.writeback || callerProcess(ctx) != os.Getpid() {
+		return false, 0
+	}
+	if !n.resize.pending.Load() {
+		return true, syscall.EPERM
+	}
+	a, err := n.vn.Attr(ctx)
+	if err != nil {
+		return true, n.srv.toErrno("setattr", err)
+	}
+	n.view.resized(a.Size)
+	n.answerAttr(out, a, false)
+	return true, 0
 }
