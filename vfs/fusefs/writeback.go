@@ -43,10 +43,17 @@ import (
 //     kernel write back its dirty pages every second while any handle may
 //     dirty them (flusher). (TestPageWritersCounted;
 //     TestUserMountCoherence/OnDiskAtClose, OnDiskAtFsync, HeldFileOnDisk.)
-//  4. The kernel takes no size from the daemon for a file it has, so a
-//     file that grew on the disk is pushed into its cache (grown), and one
-//     that shrank is forgotten by name once no handle holds it (shrank,
-//     unhold). (TestWritebackOutsideGrowthWhileOpen, TestCloseToOpen.)
+//  4. The kernel takes no size from the daemon for a file it has but a
+//     truncate's, so a file that grew on the disk is pushed into its
+//     cache (grown), and one that shrank is truncated through the mount
+//     by the daemon, which answers that truncate from the disk and leaves
+//     the disk as it is (mend, ownResize); failing that, it is forgotten
+//     by name once no handle holds it (shrank, unhold).
+//     (TestWritebackOutsideGrowthWhileOpen, TestCloseToOpen,
+//     TestUserMountCloseToOpen, TestIntegrityFsx/no-passthrough/actor.)
+//  5. Of the daemon's own SETATTRs with a size, only mend's is answered:
+//     the daemon truncates no file through its mount otherwise.
+//     (TestDaemonTruncateRefused.)
 
 // writebackWanted says whether a mount with opts has the writeback cache:
 // wherever passthrough cannot be.
@@ -229,8 +236,8 @@ func (n *node) shrank() {
 // with no change reported, and so do stored files no watch covers. The
 // kernel serves generated content with direct I/O and never reads its
 // page cache, so one byte stored at the new end moves the size; a stored
-// file gets its last byte (grown). A file that shrank keeps the kernel's
-// size until the kernel forgets the file (gsvfs-mount(1)).
+// file gets its last byte (grown). Generated content that shrank keeps
+// the kernel's size until the kernel forgets the file (gsvfs-mount(1)).
 func (n *node) sized(a vfs.Attr) {
 	if !n.srv.writeback || a.Type() != syscall.S_IFREG || a.Size <= 0 || a.Watched && n.srv.watch.on.Load() {
 		return
@@ -348,7 +355,11 @@ func (n *node) mend(size int64) bool {
 	n.NotifyContent(0, 0)
 	n.resize.pending.Store(true)
 	defer n.resize.pending.Store(false)
-	return unix.Truncate("/proc/self/fd/"+strconv.Itoa(fd), size) == nil
+	err = unix.Truncate("/proc/self/fd/"+strconv.Itoa(fd), size)
+	if err != nil {
+		n.srv.log.Debug("the kernel's size of a file that shrank stays", "ino", n.StableAttr().Ino, "err", err)
+	}
+	return err == nil
 }
 
 // ownResize answers a SETATTR with a size: the daemon's own (mend) with
