@@ -204,10 +204,8 @@ func (n *node) answerAttr(out *fuse.AttrOut, a vfs.Attr, byHandle bool) {
 func (n *node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	ctx = reqCtx(ctx)
 	s := toSetAttr(in)
-	if s.Valid&vfs.SetSize != 0 {
-		if own, errno := n.ownResize(ctx, out); own {
-			return errno
-		}
+	if own, errno := n.ownResize(ctx, s.Valid&vfs.SetSize != 0, out); own {
+		return errno
 	}
 	var a vfs.Attr
 	var err error

@@ -355,19 +355,37 @@ func (n *node) mend(size int64) bool {
 	n.NotifyContent(0, 0)
 	n.resize.pending.Store(true)
 	defer n.resize.pending.Store(false)
-	err = unix.Truncate("/proc/self/fd/"+strconv.Itoa(fd), size)
+	link := "/proc/self/fd/" + strconv.Itoa(fd)
+	err = unix.Truncate(link, size)
+	if err == nil {
+		n.mendTimes(link)
+	}
 	if err != nil {
 		n.srv.log.Debug("the kernel's size of a file that shrank stays", "ino", n.StableAttr().Ino, "err", err)
 	}
 	return err == nil
 }
 
-// ownResize answers a SETATTR with a size: the daemon's own (mend) with
-// the disk's attributes, untouched; any other of the daemon's is refused,
+// mendTimes gives the kernel the disk's times of the file after mend's
+// truncate, for which the kernel took the time of the truncate: under
+// the writeback cache it keeps its own times, save those a SETATTR sets.
+// That SETATTR is mend's too (ownResize).
+func (n *node) mendTimes(link string) {
+	a, err := n.vn.Attr(context.Background())
+	if err != nil {
+		return
+	}
+	ts := []unix.Timespec{unix.NsecToTimespec(a.Atime.UnixNano()), unix.NsecToTimespec(a.Mtime.UnixNano())}
+	unix.UtimesNano(link, ts)
+}
+
+// ownResize answers a SETATTR with a size, or one of times while mend
+// runs: the daemon's own (mend) with the disk's attributes, untouched;
+// any other of the daemon's with a size is refused,
 // so that nothing the daemon runs truncates a file through its mount.
 // handled says the request was the daemon's.
-func (n *node) ownResize(ctx context.Context, out *fuse.AttrOut) (handled bool, errno syscall.Errno) {
-	if !n.srv.writeback || callerProcess(ctx) != os.Getpid() {
+func (n *node) ownResize(ctx context.Context, sized bool, out *fuse.AttrOut) (handled bool, errno syscall.Errno) {
+	if !n.srv.writeback || !sized && !n.resize.pending.Load() || callerProcess(ctx) != os.Getpid() {
 		return false, 0
 	}
 	if !n.resize.pending.Load() {
