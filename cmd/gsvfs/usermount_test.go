@@ -68,7 +68,12 @@ func startUserMount(t *testing.T) *userMount {
 
 // env is the ordinary user's environment.
 func (u *userMount) env() []string {
-	return []string{"HOME=" + u.home, "PATH=/usr/local/bin:/usr/bin:/bin", "LC_ALL=C", "TMPDIR=" + u.home}
+	env := []string{"HOME=" + u.home, "PATH=/usr/local/bin:/usr/bin:/bin", "LC_ALL=C", "TMPDIR=" + u.home}
+	// A child's seed replays as the parent's does.
+	if seed, ok := os.LookupEnv("GSVFS_C2O_SEED"); ok {
+		env = append(env, "GSVFS_C2O_SEED="+seed)
+	}
+	return env
 }
 
 // runChild runs part of TestUserMountChild as smOther against the mount

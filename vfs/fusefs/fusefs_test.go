@@ -263,3 +263,24 @@ func TestListingReadOncePerBatch(t *testing.T) {
 		t.Errorf("a listing of 300 names (%d bytes) took %d backend reads, want 2: the batch and its end", len(out), got)
 	}
 }
+
+// TestDaemonTruncateRefused checks that the daemon's own truncate of a
+// file through its mount is refused unless it is one the daemon means
+// (writeback.go invariant 5): this test's process serves the mount, so
+// here, against the rule above, it calls into it itself, as mend does.
+func TestDaemonTruncateRefused(t *testing.T) {
+	vfstest.NeedFUSE(t)
+	dir := t.TempDir()
+	m, err := New(dir, vfs.NewStaticDir(map[string]vfs.Node{"f": vfs.NewTextFile([]byte("hello"))}), Options{NoPassthrough: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := m.Unmount(); err != nil {
+			Detach(dir)
+		}
+	})
+	if err := syscall.Truncate(filepath.Join(dir, "f"), 1); err != syscall.EPERM {
+		t.Errorf("the daemon's truncate of its own mount's file: %v, want %v", err, syscall.EPERM)
+	}
+}

@@ -27,6 +27,7 @@ type node struct {
 	w        nodeWatch
 	writers  writers
 	view     view
+	resize   resize
 	told     atomic.Int64 // the size sized last gave the kernel
 }
 
@@ -215,6 +216,9 @@ func (n *node) answerAttr(out *fuse.AttrOut, a vfs.Attr, byHandle bool) {
 func (n *node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	ctx = n.srv.reqCtx(ctx)
 	s := toSetAttr(in)
+	if own, errno := n.ownResize(ctx, s.Valid&vfs.SetSize != 0, out); own {
+		return errno
+	}
 	var a vfs.Attr
 	var err error
 	h, byHandle := handleAttrer(fh)

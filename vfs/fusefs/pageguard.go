@@ -14,7 +14,11 @@ package fusefs
 //     the state the kernel's view was made from (base), and where they
 //     differ drops the kernel's pages and attributes and moves its size.
 //     (TestViewCheck; TestCloseToOpen, TestUserMountCloseToOpen and
-//     TestCloseToOpenServer in cmd/gsvfs.)
+//     TestCloseToOpenServer in cmd/gsvfs.) Under the writeback cache a
+//     file that shrank is cut to the disk's size in the kernel, through
+//     every handle, also those opened before (mend in writeback.go;
+//     TestCloseToOpen/no-passthrough, TestUserMountCloseToOpen with a
+//     reader holding the file; TestIntegrityFsx/user/actor).
 //  2. No write the kernel sends is dropped: a write-back that finds the
 //     file changed outside since base is written, as every write is, and
 //     the kernel's view is brought to the disk after it; so does one
@@ -111,6 +115,14 @@ func (v *view) resized(size int64) {
 	v.mu.Unlock()
 }
 
+// holdsMore says whether the kernel may hold a larger size than size
+// for the file.
+func (v *view) holdsMore(size int64) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.ksize > size
+}
+
 // check records the file's state now, at an open, and says whether the
 // kernel's view must be brought to it (changed outside since base), the
 // state it was made from (was), and, under the writeback cache, whether
@@ -201,13 +213,15 @@ func (n *node) passedThrough(ctx context.Context, fh gofs.FileHandle) {
 // left in the kernel (and under the writeback cache the kernel holds the
 // file's write-backs off during an O_TRUNC open, so no drop could wait).
 //
-// Under the writeback cache a file that shrank keeps the kernel's larger
-// size for as long as the kernel holds the inode. The open then takes the
-// file's name from the kernel and fails with ESTALE: the kernel looks the
-// name up again, forgets the inode the failed open held, and opens a new
-// one of the disk's size. Where a handle still holds the old inode, the
-// retry gets it again, served with direct I/O (reads see the disk; the
-// size shows once the last handle is closed, shrank).
+// Under the writeback cache the kernel keeps a larger size for a file
+// that shrank until it is truncated: the daemon truncates it through its
+// own mount to the disk's size (bringTo, mend). Where it cannot, the
+// open takes the file's name from the kernel and fails with ESTALE: the
+// kernel looks the name up again, forgets the inode the failed open
+// held, and opens a new one of the disk's size. Where a handle still
+// holds the old inode, the retry gets it again, served with direct I/O
+// (reads see the disk; the size shows once the last handle is closed,
+// shrank).
 func (n *node) opened(ctx context.Context, fh gofs.FileHandle, flags uint32) (uint32, syscall.Errno) {
 	keep := uint32(0)
 	if !n.volatile && n.w.watched.Load() && n.srv.watch.on.Load() {
@@ -239,7 +253,7 @@ func (n *node) opened(ctx context.Context, fh gofs.FileHandle, flags uint32) (ui
 		n.settle(a, was)
 		keep = 0 // the kernel drops the file's pages as the open ends, too
 	}
-	if long {
+	if long && n.view.holdsMore(a.Size) && !n.mend(a.Size) {
 		n.view.resized(a.Size) // as the retry's new inode has it
 		n.shrank()
 		n.forgetName()
@@ -368,14 +382,15 @@ func (n *node) reported(a vfs.Attr) bool {
 // ones back first) and its attributes, and take its size a.Size. Without
 // the writeback cache the kernel takes sizes from the daemon. Under it
 // the kernel keeps its own: a larger one is pushed in (grown), a smaller
-// one is taken once the kernel forgets the file (shrank; an open that
-// finds it mends it at once, opened).
+// one is set by a truncate through the mount (mend), or, where that
+// cannot be, taken once the kernel forgets the file (shrank; an open
+// that finds it mends it at once, opened).
 func (n *node) bringTo(a vfs.Attr, was fileState) {
 	n.NotifyContent(0, 0)
 	if !n.srv.writeback {
 		return
 	}
-	if was.size < 0 || a.Size < was.size {
+	if (was.size < 0 || a.Size < was.size) && !n.mend(a.Size) {
 		n.shrank()
 	}
 	n.grown(a, true)

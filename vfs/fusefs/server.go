@@ -71,6 +71,10 @@ type server struct {
 	// an interrupt does not cancel (reqCtx) end then.
 	life context.Context
 	end  context.CancelFunc
+	// The mount's directory and device, once mounted: the daemon
+	// reaches its files through it to mend their sizes (mend).
+	mountDir string
+	mountDev uint64
 }
 
 // Mount is a live FUSE mount of a vfs tree.
@@ -175,6 +179,10 @@ func New(dir string, root vfs.Node, opts Options) (*Mount, error) {
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
 	}
 	m := &Mount{Dir: dir, fs: fsrv, srv: srv}
+	var st syscall.Stat_t
+	if syscall.Stat(dir, &st) == nil {
+		srv.mountDir, srv.mountDev = dir, st.Dev
+	}
 	m.binds.ownMount(dir) // at once: the one mount kernel binds go on
 	if err := closeFuseOnExec(); err != nil {
 		fsrv.Unmount()

@@ -6,7 +6,9 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -41,10 +43,17 @@ import (
 //     kernel write back its dirty pages every second while any handle may
 //     dirty them (flusher). (TestPageWritersCounted;
 //     TestUserMountCoherence/OnDiskAtClose, OnDiskAtFsync, HeldFileOnDisk.)
-//  4. The kernel takes no size from the daemon for a file it has, so a
-//     file that grew on the disk is pushed into its cache (grown), and one
-//     that shrank is forgotten by name once no handle holds it (shrank,
-//     unhold). (TestWritebackOutsideGrowthWhileOpen, TestCloseToOpen.)
+//  4. The kernel takes no size from the daemon for a file it has but a
+//     truncate's, so a file that grew on the disk is pushed into its
+//     cache (grown), and one that shrank is truncated through the mount
+//     by the daemon, which answers that truncate from the disk and leaves
+//     the disk as it is (mend, ownResize); failing that, it is forgotten
+//     by name once no handle holds it (shrank, unhold).
+//     (TestWritebackOutsideGrowthWhileOpen, TestCloseToOpen,
+//     TestUserMountCloseToOpen, TestIntegrityFsx/no-passthrough/actor.)
+//  5. Of the daemon's own SETATTRs with a size, only mend's is answered:
+//     the daemon truncates no file through its mount otherwise.
+//     (TestDaemonTruncateRefused.)
 
 // writebackWanted says whether a mount with opts has the writeback cache:
 // wherever passthrough cannot be.
@@ -227,8 +236,8 @@ func (n *node) shrank() {
 // with no change reported, and so do stored files no watch covers. The
 // kernel serves generated content with direct I/O and never reads its
 // page cache, so one byte stored at the new end moves the size; a stored
-// file gets its last byte (grown). A file that shrank keeps the kernel's
-// size until the kernel forgets the file (gsvfs-mount(1)).
+// file gets its last byte (grown). Generated content that shrank keeps
+// the kernel's size until the kernel forgets the file (gsvfs-mount(1)).
 func (n *node) sized(a vfs.Attr) {
 	if !n.srv.writeback || a.Type() != syscall.S_IFREG || a.Size <= 0 || a.Watched && n.srv.watch.on.Load() {
 		return
@@ -303,4 +312,90 @@ func (m *Mount) stopFlusher() {
 	}
 	m.flushOnce.Do(func() { close(m.flushStop) })
 	<-m.flushDone
+}
+
+// resize is a node's record of the daemon's own truncate through the
+// mount (mend): the one SETATTR with a size the daemon may send itself.
+type resize struct {
+	mu      sync.Mutex // one mend at a time
+	pending atomic.Bool
+}
+
+// mend moves the kernel's size of the file, which it holds larger than
+// the disk's size (the file shrank outside while the kernel had it), to
+// the disk's, and says whether it did. Under the writeback cache the one
+// reply the kernel takes a smaller size from is a truncate's, so the
+// daemon truncates the file through its own mount: it reaches the
+// inode by its name with O_PATH (no open request, no data), checks that
+// the name still leads to this very inode, and truncates through the
+// descriptor's /proc link. Its SETATTR answers with the disk's attributes
+// and leaves the disk as it is (ownResize). The kernel's dirty pages are
+// written back first: a truncate drops those past the new end.
+//
+// No lock of the daemon is held: the kernel holds the inode's lock for
+// the truncate and waits for the file's write-backs in flight, which
+// take the view's lock. The open that asks is not an O_TRUNC one, which
+// alone holds the inode's lock during its request (fuse_open).
+func (n *node) mend(size int64) bool {
+	dir, dev := n.srv.mountDir, n.srv.mountDev
+	if dir == "" {
+		return false
+	}
+	n.resize.mu.Lock()
+	defer n.resize.mu.Unlock()
+	fd, err := unix.Open(dir+"/"+n.Path(nil), unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Dev != dev || st.Ino != n.StableAttr().Ino {
+		return false // renamed or replaced meanwhile: not this file's name
+	}
+	n.NotifyContent(0, 0)
+	n.resize.pending.Store(true)
+	defer n.resize.pending.Store(false)
+	link := "/proc/self/fd/" + strconv.Itoa(fd)
+	err = unix.Truncate(link, size)
+	if err == nil {
+		n.mendTimes(link)
+	}
+	if err != nil {
+		n.srv.log.Debug("the kernel's size of a file that shrank stays", "ino", n.StableAttr().Ino, "err", err)
+	}
+	return err == nil
+}
+
+// mendTimes gives the kernel the disk's times of the file after mend's
+// truncate, for which the kernel took the time of the truncate: under
+// the writeback cache it keeps its own times, save those a SETATTR sets.
+// That SETATTR is mend's too (ownResize).
+func (n *node) mendTimes(link string) {
+	a, err := n.vn.Attr(context.Background())
+	if err != nil {
+		return
+	}
+	ts := []unix.Timespec{unix.NsecToTimespec(a.Atime.UnixNano()), unix.NsecToTimespec(a.Mtime.UnixNano())}
+	unix.UtimesNano(link, ts)
+}
+
+// ownResize answers a SETATTR with a size, or one of times while mend
+// runs: the daemon's own (mend) with the disk's attributes, untouched;
+// any other of the daemon's with a size is refused,
+// so that nothing the daemon runs truncates a file through its mount.
+// handled says the request was the daemon's.
+func (n *node) ownResize(ctx context.Context, sized bool, out *fuse.AttrOut) (handled bool, errno syscall.Errno) {
+	if !n.srv.writeback || !sized && !n.resize.pending.Load() || callerProcess(ctx) != os.Getpid() {
+		return false, 0
+	}
+	if !n.resize.pending.Load() {
+		return true, syscall.EPERM
+	}
+	a, err := n.vn.Attr(ctx)
+	if err != nil {
+		return true, n.srv.toErrno("setattr", err)
+	}
+	n.view.resized(a.Size)
+	n.answerAttr(out, a, false)
+	return true, 0
 }
