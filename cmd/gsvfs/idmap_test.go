@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -170,11 +171,11 @@ func TestDeviceGrant(t *testing.T) {
 	}
 	const staff = 4242 // a group alice is in
 	for _, c := range []struct {
-		step     string
-		who      string // granted before the step ("" for none)
-		verb     string
-		groups   []uint32
-		want     string // what alice reads of world-readable; "" for refused
+		step   string
+		who    string // granted before the step ("" for none)
+		verb   string
+		groups []uint32
+		want   string // what alice reads of world-readable; "" for refused
 	}{
 		{step: "nothing granted"},
 		{step: "alice granted", verb: "grant", who: fmt.Sprint(idAlice), want: "world-readable\n"},
@@ -206,5 +207,45 @@ func TestDeviceGrant(t *testing.T) {
 	}
 	if out, _, err := gsvfsRun("device", "grant", "--root", s.gw.Root, "lap", "no-such-user-here"); err == nil {
 		t.Errorf("gsvfs device grant of an unknown user worked: %q", out)
+	}
+}
+
+// TestDeviceRefusedCreateLeavesNothing is issue 29, item 2: a create
+// through /mnt/ID that fails leaves nothing on the device. The mount
+// attached to the gateway (as root) gives each new file to its maker; the
+// device cannot give a file to a user of the gateway's, so the create by
+// a granted user fails (EPERM), and what it made is removed again.
+func TestDeviceRefusedCreateLeavesNothing(t *testing.T) {
+	s := startSharedGateway(t)
+	if _, errOut, err := gsvfsRun("device", "grant", "--root", s.gw.Root, "lap", fmt.Sprint(idAlice)); err != nil {
+		t.Fatalf("gsvfs device grant: %v: %s", err, errOut)
+	}
+	for _, c := range []struct{ what, script, made string }{
+		{"create", "echo hi > " + s.at("workspaces/made"), "made"},
+		{"create O_EXCL", "set -C; echo hi > " + s.at("workspaces/excl"), "excl"},
+		{"mkdir", "mkdir " + s.at("workspaces/dir"), "dir"},
+		{"symlink", "ln -s target " + s.at("workspaces/link"), "link"},
+	} {
+		testenv.WaitFor(t, 10*time.Second, "alice granted", func() bool {
+			_, err := asUser(idAlice, nil, "ls "+s.at("workspaces"))
+			return err == nil
+		})
+		out, err := asUser(idAlice, nil, c.script)
+		if err == nil {
+			t.Errorf("%s as alice: worked, want EPERM: the device has no user of hers", c.what)
+		} else if !strings.Contains(out, "not permitted") {
+			t.Errorf("%s as alice: %q, want EPERM", c.what, out)
+		}
+		if _, err := os.Lstat(filepath.Join(s.devRoot, "workspaces", c.made)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s as alice failed and left %s on the device (%v), want nothing", c.what, c.made, err)
+		}
+	}
+	// The owner's creates work, and what they make is the device user's.
+	if out, err := exec.Command("sh", "-c", "echo hi > "+s.at("workspaces/owners")).CombinedOutput(); err != nil {
+		t.Fatalf("create as the gateway's owner: %v: %s", err, out)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(s.devRoot, "workspaces/owners"), &st); err != nil || st.Uid != idBob {
+		t.Errorf("the owner's new file on the device: uid %d, %v; want the device's user %d", st.Uid, err, idBob)
 	}
 }
