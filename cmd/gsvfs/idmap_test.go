@@ -39,6 +39,7 @@ type sharedGateway struct {
 	mnt     string  // gsvfs mount (of G's daemon) /gw
 	src     string  // /home/bob/src, bound at /workspaces/src of the device
 	devRoot string
+	dev     *daemon // runuser -u bob -- gsvfs serve --root D --device lap ...
 }
 
 func startSharedGateway(t *testing.T) *sharedGateway {
@@ -81,6 +82,7 @@ func startSharedGateway(t *testing.T) *sharedGateway {
 	dev := launch(t, &daemon{Root: s.devRoot, bin: bin, cred: userCred(), env: []string{"HOME=" + home, "PATH=/usr/bin:/bin"}},
 		"serve", "--root", s.devRoot, "--device", "lap", "--join-file", join, "--bind", s.src+":/workspaces/src")
 	t.Cleanup(func() { dev.stop(t) })
+	s.dev = dev
 	if !testenv.Poll(15*time.Second, exists(filepath.Join(s.mnt, "sys/devices/lap"))) {
 		t.Fatalf("device lap never joined\n%s", dev.log)
 	}
@@ -154,6 +156,12 @@ func TestDeviceFilesAreTheOwners(t *testing.T) {
 	var st syscall.Stat_t
 	if err := syscall.Stat(s.at(""), &st); err != nil || st.Mode&0o077 != 0 {
 		t.Errorf("stat /mnt/lap: mode %#o, %v; want nothing for group and others", st.Mode&0o7777, err)
+	}
+	// Offline, the root kept in the store follows the same rule.
+	s.dev.stop(t)
+	waitOnline(t, s.mnt, "lap", false, 15*time.Second)
+	if err := syscall.Stat(s.at(""), &st); err != nil || st.Mode&0o077 != 0 || st.Uid != 0 || st.Gid != 0 {
+		t.Errorf("stat /mnt/lap offline: mode %#o owner %d:%d, %v; want the owner's (0:0), nothing for group and others", st.Mode&0o7777, st.Uid, st.Gid, err)
 	}
 }
 
