@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"maps"
 	"net"
+	"os"
 	"reflect"
 	"slices"
 	"sync"
@@ -73,6 +74,10 @@ func (d *device) linkEnded(client *ninep.Client) {
 		d.sentBeforeByType[t] += n
 	}
 }
+
+// The gateway daemon's own user and group: what a device's user owns
+// shows as theirs under /mnt/ID, and /mnt/ID is theirs to enter.
+var ownerUid, ownerGid = uint32(os.Geteuid()), uint32(os.Getegid())
 
 // maxSuperseded bounds what a gateway remembers of replaced daemons.
 const maxSuperseded = 8
@@ -426,6 +431,8 @@ func (g *Gateway) useLink(tc *tls.Conn, h hello, fp, peer string) {
 		// Writes through this daemon's own mount go behind; those its 9P
 		// clients send wait for the device (ninep's cwrite.go says why).
 		WriteBehind: ninep.DefaultWriteBehind,
+		// The device's numbers are not this machine's users.
+		IDs: h.Facts.idMap(ownerUid, ownerGid),
 		OverBound: func(e *ninep.LimitError) {
 			g.log.Warn("device listing cut short: it went past the bound of one listing (logged once a link)", "device", h.Device, "bound", e.What)
 		},

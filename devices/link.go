@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gsvfs/gsvfs/internal/relink"
+	"github.com/gsvfs/gsvfs/vfs/ninep"
 )
 
 // A link is one TLS 1.3 connection, both ends presenting their own
@@ -32,6 +33,21 @@ type Facts struct {
 	Arch       string   `json:"arch"`
 	Version    string   `json:"version"`
 	Implements []string `json:"implements"`
+	// Uid and Gid are the device daemon's user and group, the owner of
+	// what it serves as its own: the gateway shows them as its own
+	// owner's (ninep.IDMap). A device that does not say has none there.
+	Uid *uint32 `json:"uid,omitempty"`
+	Gid *uint32 `json:"gid,omitempty"`
+}
+
+// idMap is how a gateway owned by uid and gid shows the numbers of a
+// device that reports f.
+func (f Facts) idMap(uid, gid uint32) *ninep.IDMap {
+	m := &ninep.IDMap{Uid: ninep.NoUid, Gid: ninep.NoUid, LocalUid: uid, LocalGid: gid} // none of its files
+	if f.Uid != nil && f.Gid != nil {
+		m.Uid, m.Gid = *f.Uid, *f.Gid
+	}
+	return m
 }
 
 // hello is the device's first message on a link.

@@ -24,6 +24,7 @@ func (g *Gateway) deviceRoot(id string) vfs.Node {
 		},
 		Known:    rootAttrOf(g.store.LastRoot(id)),
 		Remember: func(a vfs.Attr) { g.rememberRoot(id, a) },
+		Gate:     gate{store: g.store, id: id},
 	})
 	g.trees.Store(id, t)
 	return t.Root()

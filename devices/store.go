@@ -144,6 +144,9 @@ type knownDevice struct {
 	// Root is the device's root as it last stat'ed online, for /mnt/ID
 	// to show while the device is offline, across gateway restarts too.
 	Root *RootAttr `json:"root,omitempty"`
+	// Grants are the local users and groups the owner lets into the
+	// device's tree besides itself (gate.go).
+	Grants []Grantee `json:"grants,omitempty"`
 }
 
 // RootAttr is what the gateway keeps of a device's root: its permission
@@ -620,4 +623,36 @@ func (s *Store) SetLastRoot(id string, r RootAttr) error {
 		d.Root = &r
 		return nil
 	})
+}
+
+// Grant lets grantee into device id's tree (/mnt/ID), or, with on
+// false, no longer; a device the store does not know is an error.
+func (s *Store) Grant(id string, g Grantee, on bool) error {
+	return s.update(func(st *storeState) error {
+		d := st.Devices[id]
+		if d == nil {
+			return fmt.Errorf("no device %s: gsvfs device ls lists those this gateway knows", id)
+		}
+		has := slices.Contains(d.Grants, g)
+		switch {
+		case on == has:
+			return errUnchanged
+		case on:
+			d.Grants = append(d.Grants, g)
+		default:
+			d.Grants = slices.DeleteFunc(d.Grants, func(x Grantee) bool { return x == g })
+		}
+		return nil
+	})
+}
+
+// Grants lists whom the owner lets into device id's tree.
+func (s *Store) Grants(id string) []Grantee {
+	var gs []Grantee
+	s.view(func(st *storeState) {
+		if d := st.Devices[id]; d != nil {
+			gs = slices.Clone(d.Grants)
+		}
+	})
+	return gs
 }

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -41,7 +43,8 @@ within a second.`,
 		return gsvfsd.PrepareRoot(root)
 	}
 	cmd.AddCommand(deviceTokenCommand(rootDir), deviceAddCommand(rootDir), deviceLsCommand(rootDir),
-		deviceRmCommand(rootDir), deviceRevokeCommand(rootDir), deviceTokensCommand(rootDir))
+		deviceRmCommand(rootDir), deviceRevokeCommand(rootDir), deviceTokensCommand(rootDir),
+		deviceGrantCommand(rootDir, true), deviceGrantCommand(rootDir, false))
 	return cmd
 }
 
@@ -304,6 +307,56 @@ func storeArgCommand(rootDir func() (string, error), use, short string, act func
 			return act(store, args[0])
 		},
 	}
+}
+
+// deviceGrantCommand is `gsvfs device grant ID USER|:GROUP` (on), and
+// ungrant, which takes the grant back.
+func deviceGrantCommand(rootDir func() (string, error), on bool) *cobra.Command {
+	use, short := "grant ID USER|:GROUP", "let a local user or group into the device's tree at /mnt/ID, as a user who is not its files' owner"
+	if !on {
+		use, short = "ungrant ID USER|:GROUP", "take back what grant gave"
+	}
+	return &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			g, err := grantee(args[1])
+			if err != nil {
+				return err
+			}
+			store, _, err := openStore(rootDir)
+			if err != nil {
+				return err
+			}
+			return store.Grant(args[0], g, on)
+		},
+	}
+}
+
+// grantee is the local user (a name or a number) or, after a colon as
+// chown(1) writes it, the group that s names.
+func grantee(s string) (devices.Grantee, error) {
+	name, group := strings.CutPrefix(s, ":")
+	if n, err := strconv.ParseUint(name, 10, 32); err == nil {
+		return devices.Grantee{Group: group, ID: uint32(n)}, nil
+	}
+	id := ""
+	if group {
+		g, err := user.LookupGroup(name)
+		if err != nil {
+			return devices.Grantee{}, err
+		}
+		id = g.Gid
+	} else {
+		u, err := user.Lookup(name)
+		if err != nil {
+			return devices.Grantee{}, err
+		}
+		id = u.Uid
+	}
+	n, err := strconv.ParseUint(id, 10, 32)
+	return devices.Grantee{Group: group, ID: uint32(n)}, err
 }
 
 func deviceTokensCommand(rootDir func() (string, error)) *cobra.Command {

@@ -489,7 +489,8 @@ func localFacts(sessions bool, version string) devices.Facts {
 	if sessions {
 		impl = append(impl, "shell.exec")
 	}
-	return devices.Facts{Platform: runtime.GOOS, Arch: runtime.GOARCH, Version: version, Implements: impl}
+	uid, gid := uint32(os.Geteuid()), uint32(os.Getegid())
+	return devices.Facts{Platform: runtime.GOOS, Arch: runtime.GOARCH, Version: version, Implements: impl, Uid: &uid, Gid: &gid}
 }
 
 // reapSessions forgets the finished sessions of proc past their

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"os"
 	"path"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -48,7 +49,24 @@ type Options struct {
 	// Without it they are the daemon's memory locks. Either way they do
 	// not outlive a link: a far end that comes back holds none of them.
 	Locks bool
+	// Gate, if set, is what the root shows of who may enter: its
+	// attributes, online and away alike, and its POSIX access ACL are
+	// the Gate's, whatever the far end says (a gateway's /mnt/ID).
+	Gate Gate
 }
+
+// Gate decides what a tree's root shows of its owner and permissions.
+type Gate interface {
+	// Attr is the root's attributes as shown, made from a, the far end's
+	// (or the last known).
+	Attr(a vfs.Attr) vfs.Attr
+	// ACL is the root's system.posix_acl_access when it shows a, nil
+	// for none.
+	ACL(a vfs.Attr) []byte
+}
+
+// aclAccess is the extended attribute of a file's POSIX access ACL.
+const aclAccess = "system.posix_acl_access"
 
 // Tree is a remote tree whose nodes outlive the links they are reached by.
 type Tree struct {
@@ -172,6 +190,27 @@ func (n *node) Forget() {
 }
 
 func (n *node) Attr(ctx context.Context) (vfs.Attr, error) {
+	a, err := n.attr(ctx)
+	return n.gated(a), err
+}
+
+// gated is a as shown: the Gate's view of the root's attributes.
+func (n *node) gated(a vfs.Attr) vfs.Attr {
+	if n.gate() == nil || a.Ino == 0 {
+		return a
+	}
+	return n.t.o.Gate.Attr(a)
+}
+
+// gate is the tree's Gate if n is its root, else nil.
+func (n *node) gate() Gate {
+	if n.path != "" {
+		return nil
+	}
+	return n.t.o.Gate
+}
+
+func (n *node) attr(ctx context.Context) (vfs.Attr, error) {
 	in, link, err := n.cur(ctx, "stat")
 	if n.path != "" {
 		if err != nil {
@@ -225,7 +264,8 @@ func (n *node) SetAttr(ctx context.Context, s vfs.SetAttr) (vfs.Attr, error) {
 	if err != nil {
 		return vfs.Attr{}, err
 	}
-	return in.SetAttr(ctx, s)
+	a, err := in.SetAttr(ctx, s)
+	return n.gated(a), err
 }
 
 func (n *node) Lookup(ctx context.Context, name string) (vfs.Node, error) {
@@ -362,6 +402,12 @@ func (n *node) xattrs(ctx context.Context, op string, fn func(vfs.Xattrer) error
 // and an offline device's files keep showing their last attributes
 // (gsvfs-devices(7)); any real use of the file still fails.
 func (n *node) GetXattr(ctx context.Context, name string) (val []byte, err error) {
+	if g := n.gate(); g != nil && name == aclAccess {
+		if acl := n.acl(ctx, g); acl != nil {
+			return acl, nil
+		}
+		return nil, vfs.Error("getxattr", n.where(), syscall.ENODATA)
+	}
 	err = n.xattrs(ctx, "getxattr", func(x vfs.Xattrer) error { val, err = x.GetXattr(ctx, name); return err })
 	if errors.Is(err, ehostdown) && (name == "system.posix_acl_access" || name == "system.posix_acl_default") {
 		return nil, vfs.Error("getxattr", n.where(), syscall.ENODATA)
@@ -369,15 +415,38 @@ func (n *node) GetXattr(ctx context.Context, name string) (val []byte, err error
 	return val, err
 }
 
+// acl is the ACL the root's gate g shows, online or away.
+func (n *node) acl(ctx context.Context, g Gate) []byte {
+	a, err := n.Attr(ctx)
+	if err != nil {
+		return nil
+	}
+	return g.ACL(a)
+}
+
+// SetXattr refuses the root's ACL where a Gate keeps it (EPERM).
 func (n *node) SetXattr(ctx context.Context, name string, value []byte, flags int) error {
+	if n.gate() != nil && name == aclAccess {
+		return vfs.Error("setxattr", n.where(), syscall.EPERM)
+	}
 	return n.xattrs(ctx, "setxattr", func(x vfs.Xattrer) error { return x.SetXattr(ctx, name, value, flags) })
 }
 
 func (n *node) ListXattr(ctx context.Context) (names []string, err error) {
 	err = n.xattrs(ctx, "listxattr", func(x vfs.Xattrer) error { names, err = x.ListXattr(ctx); return err })
+	if g := n.gate(); g != nil && err == nil {
+		names = slices.DeleteFunc(names, func(s string) bool { return s == aclAccess })
+		if n.acl(ctx, g) != nil {
+			names = append(names, aclAccess)
+		}
+	}
 	return names, err
 }
 
+// RemoveXattr refuses as SetXattr does.
 func (n *node) RemoveXattr(ctx context.Context, name string) error {
+	if n.gate() != nil && name == aclAccess {
+		return vfs.Error("removexattr", n.where(), syscall.EPERM)
+	}
 	return n.xattrs(ctx, "removexattr", func(x vfs.Xattrer) error { return x.RemoveXattr(ctx, name) })
 }

@@ -65,6 +65,10 @@ type ClientOptions struct {
 	// (a link to a device), an open is causal and costs no round trip
 	// for what the cache holds.
 	Exact bool
+	// IDs, if set, translates the server's user and group numbers (a
+	// server on another machine: a gateway's device); nil shows them as
+	// they are (a server of this machine).
+	IDs *IDMap
 
 	host *hostNumbers // the numbers the caller speaks (this OS's if nil)
 }
@@ -85,6 +89,7 @@ type Client struct {
 	host     *hostNumbers // the numbers the caller speaks
 	extended bool         // VersionExt negotiated; fixed before the client is returned
 	exact    bool         // ClientOptions.Exact
+	ids      *IDMap       // ClientOptions.IDs
 	notices  notices
 	cache    *cache
 
@@ -178,7 +183,7 @@ func NewClient(ctx context.Context, nc net.Conn, opts ClientOptions) (*Client, e
 		limits: l, tags: make(chan uint16, l.Tags), mem: semaphore.NewWeighted(l.Memory),
 		clunks: make(chan uint32, l.Clunks), overBound: opts.OverBound,
 		pending: map[uint16]*waiter{}, lastRecv: time.Now(), cache: newCache(opts.CacheSize),
-		dead: make(chan struct{}), exact: opts.Exact,
+		dead: make(chan struct{}), exact: opts.Exact, ids: opts.IDs,
 	}
 	if opts.WriteBehind > 0 {
 		c.behind = newBehind(opts.WriteBehind)

@@ -110,7 +110,7 @@ func (n *node) createGet(ctx context.Context, name string, flags int, mode uint3
 	}
 	fid, nodeFid := n.c.newFid(), n.c.newFid()
 	m := &Tcreateget{NewFid: fid, NodeFid: nodeFid,
-		Tlcreate: Tlcreate{Fid: n.fid, Name: name, Flags: n.c.host.openToWire(flags), Mode: n.c.host.modeToWire(mode), Gid: callerGid(ctx)}}
+		Tlcreate: Tlcreate{Fid: n.fid, Name: name, Flags: n.c.host.openToWire(flags), Mode: n.c.host.modeToWire(mode), Gid: n.c.ids.newGid(ctx)}}
 	r, err := do[*Rcreateget](ctx, n.c, m)
 	n.madeName(name, err)
 	if err != nil {
@@ -123,7 +123,7 @@ func (n *node) createGet(ctx context.Context, name string, flags int, mode uint3
 	}
 	h := n.c.newHandle(fid, r.QID, flags)
 	kid := n.c.newNode(nodeFid, r.QID, n.uid)
-	if _, err := n.ownMade(ctx, nodeFid, &r.Attr, r.QID); err != nil {
+	if _, err := n.ownMade(ctx, name, nodeFid, &r.Attr, r.QID); err != nil {
 		h.Close()
 		return nil, nil, err
 	}
@@ -131,18 +131,21 @@ func (n *node) createGet(ctx context.Context, name string, flags int, mode uint3
 	return kid, h, nil
 }
 
-// ownMade gives a file made (q, reached through fid) to the caller, where
-// the server made it as this client's user (root) for another (made
-// does the same), and returns its attributes, held briefly: those the
-// server gave (r) if it need not. What was held under q's number was
-// another file's (made).
-func (n *node) ownMade(ctx context.Context, fid uint32, r *Rgetattr, q QID) (vfs.Attr, error) {
+// ownMade gives a file made (name, q, reached through fid) to the
+// caller, where the server made it as this client's user (root) for
+// another (made does the same, and removes it if that fails), and
+// returns its attributes, held briefly: those the server gave (r) if it
+// need not. What was held under q's number was another file's (made).
+func (n *node) ownMade(ctx context.Context, name string, fid uint32, r *Rgetattr, q QID) (vfs.Attr, error) {
 	n.c.cache.dropFile(q.Path)
-	cl, ok := vfs.CallerFrom(ctx)
-	if ok && n.uid == 0 && cl.Uid != 0 {
-		a, err := n.c.setattr(ctx, fid, q.Path, vfs.SetAttr{Valid: vfs.SetUid, Uid: cl.Uid})
+	if uid, gives := n.givesAway(ctx); gives {
+		a, err := n.c.setattr(ctx, fid, q.Path, vfs.SetAttr{Valid: vfs.SetUid, Uid: uid})
+		if err != nil {
+			n.unmake(ctx, name, q.Type&QTDir != 0)
+			return a, asErr("chown", err)
+		}
 		n.c.cache.putBriefNoXattrs(r) // a chown adds none
-		return a, asErr("chown", err)
+		return a, nil
 	}
 	if r.Valid == 0 { // the server could not stat it
 		a, err := n.c.getattr(ctx, fid)
@@ -167,7 +170,7 @@ func (n *node) mkdirGet(ctx context.Context, name string, gen uint64) (vfs.Node,
 	q := r.QIDs[0]
 	n.c.cache.putNames(q.Path, map[string]struct{}{}, n.c.wireAttr(&r.Attr).Watched, gen)
 	kid := n.c.newNode(fid, q, n.uid)
-	a, err := n.ownMade(ctx, fid, &r.Attr, q)
+	a, err := n.ownMade(ctx, name, fid, &r.Attr, q)
 	if err != nil {
 		return nil, err
 	}

@@ -153,7 +153,7 @@ func (c *Client) getattr(ctx context.Context, fid uint32) (vfs.Attr, error) {
 // notices flow on this connection (a server's mark alone does not keep
 // the cache true).
 func (c *Client) wireAttr(r *Rgetattr) vfs.Attr {
-	a := c.host.attrFromWire(r)
+	a := c.ids.attr(c.host.attrFromWire(r))
 	a.Watched = a.Watched && c.notices.on.Load()
 	return a
 }
@@ -188,6 +188,10 @@ func (n *node) SetAttr(ctx context.Context, s vfs.SetAttr) (vfs.Attr, error) {
 // (the kernel asks for them again at once), else a Tsetattr and a
 // Tgetattr.
 func (c *Client) setattr(ctx context.Context, fid uint32, ino uint64, s vfs.SetAttr) (vfs.Attr, error) {
+	s, err := c.ids.toServer(s)
+	if err != nil {
+		return vfs.Attr{}, err
+	}
 	if c.extended {
 		r, err := do[*Rsetattrget](ctx, c, &Tsetattrget{*c.host.setattrToWire(fid, s)})
 		c.cache.dropChanged(ino)
@@ -196,7 +200,7 @@ func (c *Client) setattr(ctx context.Context, fid uint32, ino uint64, s vfs.SetA
 		}
 		return c.heldReply(&r.Rgetattr), nil
 	}
-	_, err := do[*Rsetattr](ctx, c, c.host.setattrToWire(fid, s))
+	_, err = do[*Rsetattr](ctx, c, c.host.setattrToWire(fid, s))
 	c.cache.dropChanged(ino)
 	if err != nil {
 		return vfs.Attr{}, asErr("setattr", err)
@@ -278,10 +282,25 @@ func (n *node) walkFid(ctx context.Context, name string) (uint32, QID, error) {
 	return fid, r.QIDs[0], nil
 }
 
-// made returns the node of a file this client just created, owned by the
-// caller. 9P names one user per attach, so a daemon attached as root on
-// behalf of many users (a FUSE mount with allow_other) says whose each
-// new file is with a chown, as a local filesystem would have made it.
+// givesAway reports whether a file this client makes for the caller in
+// ctx is then given to the caller, and to whom. 9P names one user per
+// attach, so a daemon attached as root on behalf of many users (a FUSE
+// mount with allow_other) says whose each new file is with a chown, as a
+// local filesystem would have made it.
+func (n *node) givesAway(ctx context.Context) (uint32, bool) {
+	cl, ok := vfs.CallerFrom(ctx)
+	return cl.Uid, ok && n.uid == 0 && cl.Uid != 0
+}
+
+// unmake removes the entry name that this client just made, whose chown
+// to its caller the server refused: a failed create leaves nothing. It
+// runs even if ctx ended, since the entry would stay otherwise.
+func (n *node) unmake(ctx context.Context, name string, dir bool) {
+	n.Remove(context.WithoutCancel(ctx), name, dir)
+}
+
+// made returns the node of a file this client just created, given to the
+// caller (givesAway); if that fails, the file is removed again.
 func (n *node) made(ctx context.Context, name string) (vfs.Node, error) {
 	child, err := n.walkTo(ctx, name)
 	if err != nil {
@@ -291,12 +310,13 @@ func (n *node) made(ctx context.Context, name string) (vfs.Node, error) {
 	// moments ago, whose attributes the cache may still hold (its
 	// removal's notice not come yet, or the removal our own, by name).
 	defer n.c.cache.dropFile(child.(*node).qid.Path)
-	cl, ok := vfs.CallerFrom(ctx)
-	if !ok || n.uid != 0 || cl.Uid == 0 {
+	uid, gives := n.givesAway(ctx)
+	if !gives {
 		return child, nil
 	}
-	fid := child.(*node).fid
-	if _, err := do[*Rsetattr](ctx, n.c, &Tsetattr{Fid: fid, Valid: SetattrUid, Uid: cl.Uid}); err != nil {
+	kid := child.(*node)
+	if _, err := n.c.setattr(ctx, kid.fid, kid.qid.Path, vfs.SetAttr{Valid: vfs.SetUid, Uid: uid}); err != nil {
+		n.unmake(ctx, name, kid.qid.Type&QTDir != 0)
 		return nil, asErr("chown", err)
 	}
 	return child, nil
@@ -410,18 +430,30 @@ func (c *Client) walkOpen(ctx context.Context, m *Twalkopen) (uint32, *Rlopen, e
 	return m.NewFid, &r.Rlopen, nil
 }
 
-// callerGid is the group new files get: the caller's, else ours.
-func callerGid(ctx context.Context) uint32 {
-	if cl, ok := vfs.CallerFrom(ctx); ok {
-		return cl.Gid
-	}
-	return uint32(os.Getegid())
-}
-
 func (n *node) Create(ctx context.Context, name string, flags int, mode uint32) (vfs.Node, vfs.Handle, error) {
 	if err := vfs.CheckName("create", name); err != nil {
 		return nil, nil, err
 	}
+	if _, gives := n.givesAway(ctx); !gives || flags&os.O_EXCL != 0 {
+		return n.create(ctx, name, flags, mode)
+	}
+	// Only a file this call made may be given to the caller (or removed
+	// if that fails): the server makes it anew, or it is opened as it is.
+	kid, h, err := n.create(ctx, name, flags|os.O_EXCL, mode)
+	if !errors.Is(err, syscall.EEXIST) {
+		return kid, h, err
+	}
+	if kid, err = n.Lookup(ctx, name); err != nil {
+		return nil, nil, err
+	}
+	if h, err = kid.Open(ctx, flags&^(os.O_CREATE|os.O_EXCL)); err != nil {
+		return nil, nil, err
+	}
+	return kid, h, nil
+}
+
+// create is Create of a file the caller may be given.
+func (n *node) create(ctx context.Context, name string, flags int, mode uint32) (vfs.Node, vfs.Handle, error) {
 	if n.c.extended {
 		return n.createGet(ctx, name, flags, mode)
 	}
@@ -429,7 +461,7 @@ func (n *node) Create(ctx context.Context, name string, flags int, mode uint32) 
 	if err != nil {
 		return nil, nil, asErr("create", err)
 	}
-	r, err := do[*Rlcreate](ctx, n.c, &Tlcreate{Fid: fid, Name: name, Flags: n.c.host.openToWire(flags), Mode: n.c.host.modeToWire(mode), Gid: callerGid(ctx)})
+	r, err := do[*Rlcreate](ctx, n.c, &Tlcreate{Fid: fid, Name: name, Flags: n.c.host.openToWire(flags), Mode: n.c.host.modeToWire(mode), Gid: n.c.ids.newGid(ctx)})
 	n.madeName(name, err)
 	if err != nil {
 		n.c.clunk(fid)
@@ -452,7 +484,7 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32) (vfs.Node, e
 	if err := n.ready(ctx); err != nil {
 		return nil, asErr("mkdir", err)
 	}
-	_, err := do[*Rmkdir](ctx, n.c, &Tmkdir{Dfid: n.fid, Name: name, Mode: n.c.host.modeToWire(mode), Gid: callerGid(ctx)})
+	_, err := do[*Rmkdir](ctx, n.c, &Tmkdir{Dfid: n.fid, Name: name, Mode: n.c.host.modeToWire(mode), Gid: n.c.ids.newGid(ctx)})
 	n.madeName(name, err)
 	if err != nil {
 		return nil, asErr("mkdir", err)
@@ -569,7 +601,7 @@ func (n *node) Readlink(ctx context.Context) (string, error) {
 
 func (n *node) Symlink(ctx context.Context, name, target string) (vfs.Node, error) {
 	return makeEntry[*Rsymlink](ctx, n, "symlink", name, func() Message {
-		return &Tsymlink{Fid: n.fid, Name: name, Target: target, Gid: callerGid(ctx)}
+		return &Tsymlink{Fid: n.fid, Name: name, Target: target, Gid: n.c.ids.newGid(ctx)}
 	})
 }
 
@@ -617,7 +649,7 @@ func (n *node) Link(ctx context.Context, target vfs.Node, name string) (vfs.Node
 func (n *node) Mknod(ctx context.Context, name string, mode uint32, rdev uint64) (vfs.Node, error) {
 	major, minor := n.c.host.devSplit(rdev)
 	return makeEntry[*Rmknod](ctx, n, "mknod", name, func() Message {
-		return &Tmknod{Dfid: n.fid, Name: name, Mode: n.c.host.modeToWire(mode), Major: major, Minor: minor, Gid: callerGid(ctx)}
+		return &Tmknod{Dfid: n.fid, Name: name, Mode: n.c.host.modeToWire(mode), Major: major, Minor: minor, Gid: n.c.ids.newGid(ctx)}
 	})
 }
 
@@ -646,6 +678,9 @@ func (n *node) StatFS(ctx context.Context) (vfs.StatFS, error) {
 // GetXattr answers from the cache when it can, misses included: a name
 // held, or one missing from the file's list of names held.
 func (n *node) GetXattr(ctx context.Context, name string) ([]byte, error) {
+	if n.c.ids.hidesXattr(name) {
+		return nil, vfs.Error("getxattr", name, syscall.ENODATA)
+	}
 	if x, ok := n.c.cache.xattr(n.qid.Path, name); ok {
 		return bytes.Clone(x.val), x.err
 	}
@@ -661,6 +696,11 @@ func (n *node) GetXattr(ctx context.Context, name string) ([]byte, error) {
 }
 
 func (n *node) ListXattr(ctx context.Context) ([]string, error) {
+	names, err := n.listXattr(ctx)
+	return slices.DeleteFunc(names, n.c.ids.hidesXattr), err
+}
+
+func (n *node) listXattr(ctx context.Context) ([]string, error) {
 	k := cacheKey{cXnames, n.qid.Path, ""}
 	if v, ok := n.c.cache.get(k); ok {
 		return slices.Clone(v.([]string)), nil
@@ -703,12 +743,18 @@ func (n *node) xattrRead(ctx context.Context, name string) ([]byte, error) {
 }
 
 func (n *node) SetXattr(ctx context.Context, name string, value []byte, flags int) error {
+	if n.c.ids.hidesXattr(name) {
+		return vfs.Error("setxattr", name, syscall.EOPNOTSUPP)
+	}
 	return n.xattrWrite(ctx, name, value, n.c.host.xattrToWire(flags))
 }
 
 // RemoveXattr is a Txattrcreate of no value with XATTR_REPLACE, which is
 // how 9P2000.L says removexattr.
 func (n *node) RemoveXattr(ctx context.Context, name string) error {
+	if n.c.ids.hidesXattr(name) {
+		return vfs.Error("removexattr", name, syscall.EOPNOTSUPP)
+	}
 	return n.xattrWrite(ctx, name, nil, wXATTR_REPLACE)
 }
 

@@ -77,7 +77,7 @@ func (c *Client) pollNotices(fid uint32) {
 	asked := time.Now()
 	var losses lossGuard
 	for {
-		if cs := c.host.changes(r); losses.take(c, cs) {
+		if cs := c.ids.changes(c.host.changes(r)); losses.take(c, cs) {
 			c.noticed(cs)
 		}
 		if !c.pace(asked) {
