@@ -1,9 +1,16 @@
-// Package devfs is /dev: null, zero, full, random and urandom with Linux
-// semantics, and log, whose lines go to the daemon's log, each writer's
-// at a bounded rate. Each is a
-// vfs.FuncFile of a few lines; they are regular files (mode -rw-rw-rw-),
-// not device nodes, so that every client of the tree (FUSE, 9P, a
-// gateway's /mnt/ID) reaches the daemon's, not its own kernel's.
+// Package devfs is /dev: null, zero, full, random and urandom, and log,
+// whose lines go to the daemon's log, each writer's at a bounded rate.
+//
+// null, zero, full, random and urandom are character devices with
+// Linux's numbers (mem, major 1), as a Linux root shows them, so that a
+// recursive walk of the tree (grep -r, find -type f, tar) passes them by
+// as it passes a host's /dev. A client's kernel opens its own device for
+// them where its mount admits device nodes; a FUSE mount (nodev) refuses
+// the open with EACCES, as on any nodev mount: a kernel never asks a FUSE
+// daemon to serve a device node. A client that opens files by protocol
+// rather than through a kernel (a 9P library) gets the daemon's own,
+// with the same semantics. log is a regular file (mode 0222): it must
+// reach the daemon.
 package devfs
 
 import (
@@ -53,22 +60,31 @@ func New(o Options) *Dev {
 	zeros := func(_ context.Context, p []byte, _ int64) (int, error) { clear(p); return len(p), nil }
 	random := func(_ context.Context, p []byte, _ int64) (int, error) { return rand.Read(p) }
 	root := vfs.NewStaticDir(map[string]vfs.Node{
-		"null": vfs.NewFuncFile(0o666, vfs.FuncHandle{
+		"null": memDevice(3, vfs.FuncHandle{
 			Read:  func(context.Context, []byte, int64) (int, error) { return 0, io.EOF },
-			Write: discard}.Opener()),
-		"zero": vfs.NewFuncFile(0o666, vfs.FuncHandle{Read: zeros, Write: discard}.Opener()),
-		"full": vfs.NewFuncFile(0o666, vfs.FuncHandle{Read: zeros,
+			Write: discard}),
+		"zero": memDevice(5, vfs.FuncHandle{Read: zeros, Write: discard}),
+		"full": memDevice(7, vfs.FuncHandle{Read: zeros,
 			Write: func(context.Context, []byte, int64) (int, error) {
 				return 0, vfs.Error("write", "/dev/full", syscall.ENOSPC)
-			}}.Opener()),
+			}}),
 		// Writing to random mixes into the kernel's pool on Linux; here
 		// it is taken and dropped, as an unprivileged write adds no
 		// entropy count there either.
-		"random":  vfs.NewFuncFile(0o666, vfs.FuncHandle{Read: random, Write: discard}.Opener()),
-		"urandom": vfs.NewFuncFile(0o666, vfs.FuncHandle{Read: random, Write: discard}.Opener()),
+		"random":  memDevice(8, vfs.FuncHandle{Read: random, Write: discard}),
+		"urandom": memDevice(9, vfs.FuncHandle{Read: random, Write: discard}),
 		"log":     vfs.NewFuncFile(0o222, logOpener(o.Log, lim)),
 	})
 	return &Dev{root: root, lim: lim}
+}
+
+// memDevice is the character device of Linux's mem driver (major 1)
+// numbered minor, mode 0666, whose opens by protocol h serves.
+func memDevice(minor uint32, h vfs.FuncHandle) vfs.Node {
+	f := vfs.NewFuncFile(0o666, h.Opener())
+	f.Mode = syscall.S_IFCHR | 0o666
+	f.Rdev = hostDev(1, minor)
+	return f
 }
 
 // maxLogLine is the longest line /dev/log keeps whole; a longer one is

@@ -239,3 +239,32 @@ func BenchmarkLogLine(b *testing.B) {
 		})
 	}
 }
+
+// null, zero, full, random and urandom are Linux's character devices, as
+// a Linux root shows them, so that a recursive walk passes them by; log
+// is a regular file, which must reach the daemon.
+func TestDeviceNodes(t *testing.T) {
+	ctx := context.Background()
+	dev := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}).Root()
+	for _, c := range []struct {
+		name string
+		mode uint32
+		rdev uint64
+	}{
+		{"null", syscall.S_IFCHR | 0o666, hostDev(1, 3)},
+		{"zero", syscall.S_IFCHR | 0o666, hostDev(1, 5)},
+		{"full", syscall.S_IFCHR | 0o666, hostDev(1, 7)},
+		{"random", syscall.S_IFCHR | 0o666, hostDev(1, 8)},
+		{"urandom", syscall.S_IFCHR | 0o666, hostDev(1, 9)},
+		{"log", syscall.S_IFREG | 0o222, 0},
+	} {
+		n, err := dev.Lookup(ctx, c.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, _ := n.Attr(ctx)
+		if got, want := fmt.Sprintf("%o %#x", a.Mode, a.Rdev), fmt.Sprintf("%o %#x", c.mode, c.rdev); got != want {
+			t.Errorf("%s: mode and rdev %s, want %s", c.name, got, want)
+		}
+	}
+}
