@@ -72,6 +72,9 @@ done
 func TestTreeWalksEnd(t *testing.T) {
 	walkNote := regexp.MustCompile(`Permission denied$|^tar: .*: file changed as we read it$|^tar: Exiting with failure status due to previous errors$`)
 	d := startMount(t)
+	// A running session: its stream and wait files block, each read
+	// for the yield time at most (gsvfs-proc(7)).
+	procMustWrite(t, filepath.Join(procNew(t, d, "walked"), "ctl"), "exec sleep 600\n")
 	// Found by every search: the walk is one, not a walk of nothing.
 	smMust(t, "write", os.WriteFile(d.Path("workspaces/needle"), []byte("needle-in-the-tree\n"), 0o644))
 	rg, rgErr := exec.LookPath("rg")
