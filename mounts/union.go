@@ -117,6 +117,20 @@ func (u *unionDir) target(ctx context.Context) (vfs.Node, error) {
 	return n, nil
 }
 
+// writeTarget is target where the caller may make and remove names:
+// the kernel checked the caller's rights on the union's attributes, the
+// first layer's, not on the creation layer's directory written here.
+func (u *unionDir) writeTarget(ctx context.Context, op, name string) (vfs.Node, error) {
+	dir, err := u.target(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := mayWriteIn(ctx, dir, op, name); err != nil {
+		return nil, err
+	}
+	return dir, nil
+}
+
 func (u *unionDir) Attr(ctx context.Context) (vfs.Attr, error) {
 	if d := u.first(); d != nil {
 		return unwatched(d.Attr(ctx))
@@ -218,7 +232,7 @@ func (u *unionDir) Create(ctx context.Context, name string, flags int, mode uint
 		h, err := n.Open(ctx, flags&^os.O_CREATE)
 		return n, h, err
 	}
-	dir, err := u.target(ctx)
+	dir, err := u.writeTarget(ctx, "create", name)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -233,7 +247,7 @@ func (u *unionDir) Mkdir(ctx context.Context, name string, mode uint32) (vfs.Nod
 	if _, err := u.Lookup(ctx, name); err == nil {
 		return nil, vfs.Error("mkdir", name, syscall.EEXIST)
 	}
-	dir, err := u.target(ctx)
+	dir, err := u.writeTarget(ctx, "mkdir", name)
 	if err != nil {
 		return nil, err
 	}
@@ -248,7 +262,7 @@ func (u *unionDir) Symlink(ctx context.Context, name, target string) (vfs.Node, 
 	if _, err := u.Lookup(ctx, name); err == nil {
 		return nil, vfs.Error("symlink", name, syscall.EEXIST)
 	}
-	dir, err := u.target(ctx)
+	dir, err := u.writeTarget(ctx, "symlink", name)
 	if err != nil {
 		return nil, err
 	}
@@ -268,6 +282,9 @@ func (u *unionDir) Remove(ctx context.Context, name string, dir bool) error {
 	}
 	err := vfs.Error("remove", name, syscall.ENOENT)
 	if own != nil {
+		if err := mayWriteIn(ctx, own, "remove", name); err != nil {
+			return err
+		}
 		err = own.Remove(ctx, name, dir)
 	}
 	if vfs.Errno(err) == syscall.ENOENT {
@@ -289,9 +306,15 @@ func (u *unionDir) Rename(ctx context.Context, oldName string, newDir vfs.Node, 
 	if own == nil {
 		return vfs.Error("rename", oldName, syscall.EXDEV) // only other layers have it
 	}
+	if err := mayWriteIn(ctx, own, "rename", oldName); err != nil {
+		return err
+	}
 	dst, err := to.target(ctx)
 	if err != nil {
 		return vfs.Error("rename", oldName, syscall.EXDEV)
+	}
+	if err := mayWriteIn(ctx, dst, "rename", newName); err != nil {
+		return err
 	}
 	err = own.Rename(ctx, oldName, dst, newName)
 	if vfs.Errno(err) == syscall.ENOENT {
@@ -361,11 +384,8 @@ func (f *unionFile) copyUp(ctx context.Context) error {
 	if !permitted(ctx, a, mayRead) {
 		return vfs.Error("copy up", f.name, syscall.EACCES)
 	}
-	dir, err := f.dir.target(ctx)
+	dir, err := f.dir.writeTarget(ctx, "copy up", f.name)
 	if err != nil {
-		return err
-	}
-	if err := mayWriteIn(ctx, dir, "copy up", f.name); err != nil {
 		return err
 	}
 	n, err := copyFile(asOwner(ctx, a), f.Node, dir, f.name, a)

@@ -19,13 +19,17 @@ import (
 // (exec 3>>) copies it only into a layer directory the user may write,
 // and only a file the user may read. The copy keeps the lower file's
 // owner, mode and times. The first row is the reproduction: a
-// 0622 file of root's, another user's 0700 -c layer.
+// 0622 file of root's, another user's 0700 -c layer. New names, too, are
+// made in the -c layer only where the caller may write it.
 func TestUnionCopyUpCallerRights(t *testing.T) {
 	d := smSharedMount(t)
 	const bob = smOther + 1
 	lowerTime := time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC)
 	lower := filepath.Join(d.Root, "etc", "lower")
+	// World-writable, as a shared directory is: the union shows the
+	// first layer's mode, which is not what the -c layer's allows.
 	smMust(t, "mkdir lower", os.MkdirAll(lower, 0o755))
+	smMust(t, "chmod lower", os.Chmod(lower, 0o777))
 	for name, mode := range map[string]os.FileMode{"secret": 0o622, "open": 0o666} {
 		p := filepath.Join(lower, name)
 		smMust(t, "write "+name, os.WriteFile(p, []byte("root's "+name+"\n"), 0o600))
@@ -83,6 +87,22 @@ func TestUnionCopyUpCallerRights(t *testing.T) {
 			got := fmt.Sprintf("uid %d mode %o mtime %d", st.Uid, st.Mode&0o7777, st.Mtim.Sec)
 			if want := fmt.Sprintf("uid 0 mode 666 mtime %d", lowerTime.Unix()); got != want {
 				t.Errorf("the copy: %s; want the lower file's %s", got, want)
+			}
+		})
+	}
+
+	for _, c := range []struct{ name, script string }{
+		{"a new file", ": > made"},
+		{"a new directory", "mkdir made"},
+		{"a new symlink", "ln -s x made"},
+	} {
+		t.Run(c.name+" in another user's 0700 layer", func(t *testing.T) {
+			out := smAsOther(t, d.Path("home/shared/bob"), c.script+" && echo made")
+			if strings.Contains(out, "made\n") {
+				t.Errorf("%s as uid %d in bob's union: %q; want it refused", c.script, smOther, out)
+			}
+			if _, err := os.Lstat(filepath.Join(d.Root, "home/bob/layer/made")); err == nil {
+				t.Errorf("%s as uid %d made a name in bob's 0700 layer", c.script, smOther)
 			}
 		})
 	}
