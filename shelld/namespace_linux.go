@@ -53,7 +53,9 @@ func RunInit() {
 			syscall.Unmount(at, syscall.MNT_DETACH)
 		}
 		for _, b := range ns.Binds {
-			bindAt(b)
+			if bindAt(b) == nil {
+				detachBelow(b, ns.Detach)
+			}
 			unix.Close(b.Fd) // not the program's
 		}
 	}
@@ -63,6 +65,17 @@ func RunInit() {
 	err := syscall.Exec(os.Args[1], os.Args[2:], os.Environ())
 	fmt.Fprintf(os.Stderr, "gsvfs: %s: %v\n", os.Args[1], err)
 	os.Exit(127)
+}
+
+// detachBelow detaches, at their places below b.Path, the mounts of
+// detach that the bind's recursive tree brought along from below b.Dir:
+// the tree was cloned in the daemon's namespace, which still has them.
+func detachBelow(b Bind, detach []string) {
+	for _, at := range detach {
+		if rel, ok := strings.CutPrefix(at, b.Dir); ok && (rel == "" || rel[0] == '/') {
+			syscall.Unmount(b.Path+rel, syscall.MNT_DETACH|unix.UMOUNT_NOFOLLOW)
+		}
+	}
 }
 
 // beneath is how a bind's place and a source named by path are found: no

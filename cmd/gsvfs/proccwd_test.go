@@ -319,3 +319,27 @@ func TestProcBindsFollowNoSymlink(t *testing.T) {
 		t.Errorf("%s after root's session: %v (%v); want it left empty", target, names, err)
 	}
 }
+
+// Another daemon's FUSE mount inside a bound host directory is not kept
+// in a session's namespace (its daemon could not exit while the session
+// runs): the bind's tree, cloned with what is mounted in it, leaves it
+// out, as the host's namespace copy does.
+func TestProcBindsLeaveOtherMounts(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED: sessions get binds in a mount namespace of their own, which takes root")
+	}
+	d := procMount(t, nil)
+	host := t.TempDir()
+	other := mountAt(t, filepath.Join(t.TempDir(), "state"), filepath.Join(host, "other"))
+	defer other.stop(t)
+	smMust(t, "mkdir", os.Mkdir(d.Path("workspaces/data"), 0o755))
+	smMust(t, "write namespace", os.WriteFile(d.Path("etc/namespace"), []byte("bind "+host+" /workspaces/data\n"), 0o644))
+	testenv.Eventually(t, procBound, "the namespace applied", func() (bool, string) {
+		_, err := os.Stat(d.Path("workspaces/data/other/proc"))
+		return err == nil, "stat workspaces/data/other/proc"
+	})
+	dir, st := procExec(t, d, "mounts", "test -d /workspaces/data/other && grep -c ' /workspaces/data/other ' /proc/self/mountinfo; true")
+	if got := procOutput(t, dir); st.Status != "completed" || got != "0\n" {
+		t.Errorf("mounts at /workspaces/data/other in the session: %q (%s); want the bind laid and the other daemon's mount left out", got, st.Status)
+	}
+}
