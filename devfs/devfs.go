@@ -1,16 +1,20 @@
-// Package devfs is /dev: null, zero, full, random and urandom with Linux
-// semantics, and log, whose lines go to the daemon's log, each writer's
-// at a bounded rate. Each is a
-// vfs.FuncFile of a few lines; they are regular files (mode -rw-rw-rw-),
-// not device nodes, so that every client of the tree (FUSE, 9P, a
-// gateway's /mnt/ID) reaches the daemon's, not its own kernel's.
+// Package devfs is /dev: null, zero, full, random and urandom, and log,
+// whose lines go to the daemon's log, each writer's at a bounded rate.
+//
+// null, zero, full, random and urandom are character devices with
+// Linux's numbers (mem, major 1), as a Linux root shows them, so that a
+// recursive walk of the tree (grep -r, find -type f, tar) passes them by
+// as it passes a host's /dev. Like every device node they are the
+// opening machine's kernel's: neither edge asks the daemon to open one
+// (a kernel opens its own device where the mount admits device nodes; a
+// FUSE mount is nodev, where the open fails with EACCES; the 9P server
+// refuses the open of a device node). log is a regular file (mode 0222):
+// it must reach the daemon.
 package devfs
 
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"io"
 	"log/slog"
 	"sync"
 	"syscall"
@@ -49,26 +53,27 @@ func New(o Options) *Dev {
 		o.Log = slog.Default()
 	}
 	lim := newLimiter(o)
-	discard := func(_ context.Context, p []byte, _ int64) (int, error) { return len(p), nil }
-	zeros := func(_ context.Context, p []byte, _ int64) (int, error) { clear(p); return len(p), nil }
-	random := func(_ context.Context, p []byte, _ int64) (int, error) { return rand.Read(p) }
 	root := vfs.NewStaticDir(map[string]vfs.Node{
-		"null": vfs.NewFuncFile(0o666, vfs.FuncHandle{
-			Read:  func(context.Context, []byte, int64) (int, error) { return 0, io.EOF },
-			Write: discard}.Opener()),
-		"zero": vfs.NewFuncFile(0o666, vfs.FuncHandle{Read: zeros, Write: discard}.Opener()),
-		"full": vfs.NewFuncFile(0o666, vfs.FuncHandle{Read: zeros,
-			Write: func(context.Context, []byte, int64) (int, error) {
-				return 0, vfs.Error("write", "/dev/full", syscall.ENOSPC)
-			}}.Opener()),
-		// Writing to random mixes into the kernel's pool on Linux; here
-		// it is taken and dropped, as an unprivileged write adds no
-		// entropy count there either.
-		"random":  vfs.NewFuncFile(0o666, vfs.FuncHandle{Read: random, Write: discard}.Opener()),
-		"urandom": vfs.NewFuncFile(0o666, vfs.FuncHandle{Read: random, Write: discard}.Opener()),
+		"null":    memDevice(3),
+		"zero":    memDevice(5),
+		"full":    memDevice(7),
+		"random":  memDevice(8),
+		"urandom": memDevice(9),
 		"log":     vfs.NewFuncFile(0o222, logOpener(o.Log, lim)),
 	})
 	return &Dev{root: root, lim: lim}
+}
+
+// memDevice is the character device of Linux's mem driver (major 1)
+// numbered minor, mode 0666. The daemon never opens it (EOPNOTSUPP): a
+// device node is the opening machine's kernel's, as the edges have it.
+func memDevice(minor uint32) vfs.Node {
+	f := vfs.NewFuncFile(0o666, func(context.Context, int) (vfs.Handle, error) {
+		return nil, vfs.Error("open", "", syscall.EOPNOTSUPP)
+	})
+	f.Mode = syscall.S_IFCHR | 0o666
+	f.Rdev = hostDev(1, minor)
+	return f
 }
 
 // maxLogLine is the longest line /dev/log keeps whole; a longer one is

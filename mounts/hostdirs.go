@@ -42,6 +42,22 @@ func (t *Table) HostDirs() []HostDir {
 	return out
 }
 
+// HostDirAt is the tree mounted at exactly p where it is a host
+// directory (vfs.HostDirer), whatever is mounted below it: what reaches
+// that directory from the tree's own hold on it (a session's bind)
+// rather than by a path someone may have redirected.
+func (t *Table) HostDirAt(p string) (vfs.HostDirer, bool) {
+	m := t.mountAt(p)
+	if m == nil {
+		return nil, false
+	}
+	hd, ok := m.root.(vfs.HostDirer)
+	if ok {
+		_, ok = hd.HostDir()
+	}
+	return hd, ok
+}
+
 // composedBelow reports whether something the table adds lies below the
 // mount point p: another mount, or the guarded namespace file. t.mu is
 // held.

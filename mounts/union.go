@@ -18,8 +18,9 @@ import (
 // found only in another layer copies it into the creation layer first,
 // as overlayfs does, so the other layers are never written through the
 // union: the agent skills case, an agent's own files over global ones.
-// Removing and renaming work in the creation layer only; removing a name
-// that a later layer also has leaves that one visible.
+// A copy up is made with the caller's rights and keeps the file's owner
+// (rights.go). Removing and renaming work in the creation layer only;
+// removing a name that a later layer also has leaves that one visible.
 
 // Layer is one directory of a union.
 type Layer struct {
@@ -98,6 +99,9 @@ func (u *unionDir) target(ctx context.Context) (vfs.Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := mayWriteIn(ctx, up, "mkdir", u.name); err != nil {
+		return nil, err
+	}
 	a, err := u.Attr(ctx)
 	if err != nil {
 		return nil, err
@@ -111,6 +115,20 @@ func (u *unionDir) target(ctx context.Context) (vfs.Node, error) {
 	}
 	u.layers[i].Dir = n
 	return n, nil
+}
+
+// writeTarget is target where the caller may make and remove names:
+// the kernel checked the caller's rights on the union's attributes, the
+// first layer's, not on the creation layer's directory written here.
+func (u *unionDir) writeTarget(ctx context.Context, op, name string) (vfs.Node, error) {
+	dir, err := u.target(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := mayWriteIn(ctx, dir, op, name); err != nil {
+		return nil, err
+	}
+	return dir, nil
 }
 
 func (u *unionDir) Attr(ctx context.Context) (vfs.Attr, error) {
@@ -214,7 +232,7 @@ func (u *unionDir) Create(ctx context.Context, name string, flags int, mode uint
 		h, err := n.Open(ctx, flags&^os.O_CREATE)
 		return n, h, err
 	}
-	dir, err := u.target(ctx)
+	dir, err := u.writeTarget(ctx, "create", name)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -229,7 +247,7 @@ func (u *unionDir) Mkdir(ctx context.Context, name string, mode uint32) (vfs.Nod
 	if _, err := u.Lookup(ctx, name); err == nil {
 		return nil, vfs.Error("mkdir", name, syscall.EEXIST)
 	}
-	dir, err := u.target(ctx)
+	dir, err := u.writeTarget(ctx, "mkdir", name)
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +262,7 @@ func (u *unionDir) Symlink(ctx context.Context, name, target string) (vfs.Node, 
 	if _, err := u.Lookup(ctx, name); err == nil {
 		return nil, vfs.Error("symlink", name, syscall.EEXIST)
 	}
-	dir, err := u.target(ctx)
+	dir, err := u.writeTarget(ctx, "symlink", name)
 	if err != nil {
 		return nil, err
 	}
@@ -264,6 +282,9 @@ func (u *unionDir) Remove(ctx context.Context, name string, dir bool) error {
 	}
 	err := vfs.Error("remove", name, syscall.ENOENT)
 	if own != nil {
+		if err := mayWriteIn(ctx, own, "remove", name); err != nil {
+			return err
+		}
 		err = own.Remove(ctx, name, dir)
 	}
 	if vfs.Errno(err) == syscall.ENOENT {
@@ -285,9 +306,15 @@ func (u *unionDir) Rename(ctx context.Context, oldName string, newDir vfs.Node, 
 	if own == nil {
 		return vfs.Error("rename", oldName, syscall.EXDEV) // only other layers have it
 	}
+	if err := mayWriteIn(ctx, own, "rename", oldName); err != nil {
+		return err
+	}
 	dst, err := to.target(ctx)
 	if err != nil {
 		return vfs.Error("rename", oldName, syscall.EXDEV)
+	}
+	if err := mayWriteIn(ctx, dst, "rename", newName); err != nil {
+		return err
 	}
 	err = own.Rename(ctx, oldName, dst, newName)
 	if vfs.Errno(err) == syscall.ENOENT {
@@ -337,14 +364,15 @@ func (f *unionFile) Attr(ctx context.Context) (vfs.Attr, error) {
 	return unwatched(f.Node.Attr(ctx))
 }
 
-// copyUp copies the file into the creation layer, once.
+// copyUp copies the file into the creation layer, once, with the
+// caller's rights, as overlayfs does: the caller must be able to read the
+// file and to make names in the layer's directory (EACCES, and nothing
+// made, otherwise). The copy keeps the file's owner, mode and times; it
+// is made as its owner's, so the caller never holds a copy it could not
+// have read.
 func (f *unionFile) copyUp(ctx context.Context) error {
 	if f.copied {
 		return nil
-	}
-	dir, err := f.dir.target(ctx)
-	if err != nil {
-		return err
 	}
 	a, err := f.Node.Attr(ctx)
 	if err != nil {
@@ -353,25 +381,48 @@ func (f *unionFile) copyUp(ctx context.Context) error {
 	if a.Type() != syscall.S_IFREG {
 		return vfs.Error("copy up", f.name, syscall.EOPNOTSUPP)
 	}
-	src, err := f.Node.Open(ctx, os.O_RDONLY)
+	if !permitted(ctx, a, mayRead) {
+		return vfs.Error("copy up", f.name, syscall.EACCES)
+	}
+	dir, err := f.dir.writeTarget(ctx, "copy up", f.name)
 	if err != nil {
 		return err
 	}
-	defer src.Close()
-	n, dst, err := dir.Create(ctx, f.name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, a.Mode&0o7777)
+	n, err := copyFile(asOwner(ctx, a), f.Node, dir, f.name, a)
 	if err != nil {
-		return err
-	}
-	if err := copyHandle(ctx, dst, src); err != nil {
-		dst.Close()
-		dir.Remove(ctx, f.name, false)
-		return err
-	}
-	if err := dst.Close(); err != nil {
 		return err
 	}
 	f.Node, f.copied, f.layer = n, true, f.dir.creationName()
 	return nil
+}
+
+// copyFile copies src, of attributes a, to name in dir with its mode and
+// times, and removes what it made if it fails.
+func copyFile(ctx context.Context, src vfs.Node, dir vfs.Node, name string, a vfs.Attr) (vfs.Node, error) {
+	in, err := src.Open(ctx, os.O_RDONLY)
+	if err != nil {
+		return nil, err
+	}
+	defer in.Close()
+	n, out, err := dir.Create(ctx, name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, a.Mode&0o7777)
+	if err != nil {
+		return nil, err
+	}
+	err = copyHandle(ctx, out, in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		// Last, as the writes moved the times; the mode as it was, the
+		// umask and a chown's clearing of set-ID bits undone.
+		_, err = n.SetAttr(ctx, vfs.SetAttr{Valid: vfs.SetMode | vfs.SetAtime | vfs.SetMtime,
+			Mode: a.Mode & 0o7777, Atime: a.Atime, Mtime: a.Mtime})
+	}
+	if err != nil {
+		dir.Remove(ctx, name, false)
+		return nil, err
+	}
+	return n, nil
 }
 
 func copyHandle(ctx context.Context, dst, src vfs.Handle) error {

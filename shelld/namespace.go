@@ -2,6 +2,7 @@ package shelld
 
 import (
 	"encoding/json"
+	"os"
 	"os/exec"
 	"strings"
 	"sync/atomic"
@@ -27,9 +28,20 @@ type Namespace struct {
 }
 
 // Bind is a host directory bound at a path of the tree.
+//
+// The bind is laid by descriptor, never by a path a user could redirect:
+// its source is the host directory as Open opens it (the tree's own hold
+// on it), and its place is found with no symlink followed on the way, so
+// that a user's symlink on the way (a 1777 /workspaces) makes the bind
+// fail, not land on a directory of the host's.
 type Bind struct {
 	Path string `json:"path"` // where, such as /workspaces
 	Dir  string `json:"dir"`  // the host directory that serves it
+	// Open opens the host directory to bind from the tree's own hold on
+	// it; nil: Dir is opened with no symlink followed.
+	Open func() (*os.File, error) `json:"-"`
+	// Fd is the source's descriptor in the re-executed daemon.
+	Fd int `json:"fd"`
 	// IfEmpty binds it only where the host has nothing at Path but an
 	// empty directory (/mnt).
 	IfEmpty bool `json:"ifEmpty,omitempty"`
@@ -65,21 +77,49 @@ var nsRefused atomic.Bool
 // namespaced makes cmd the re-executed daemon that lays binds in a
 // private mount namespace and then runs cmd's program (RunInit), where
 // the system allows it; it reports whether it did, and the start must
-// then unshare the mount namespace (ptyOptions.unshare).
-func namespaced(cmd *exec.Cmd, ns Namespace) bool {
+// then unshare the mount namespace (ptyOptions.unshare). Each bind's
+// source is opened here and passed to the child as a detached tree's
+// descriptor; a bind whose source cannot be opened is left out. done closes this process's
+// copies once the child has started.
+func namespaced(cmd *exec.Cmd, ns Namespace) (ok bool, done func()) {
+	done = func() {}
 	if len(ns.Binds) == 0 || nsRefused.Load() || !mayUnshareMounts() {
-		return false
+		return false, done
 	}
 	// The daemon's own binary, even if replaced on disk since.
 	const self = "/proc/self/exe"
+	var laid []Bind
+	var files []*os.File
+	for _, b := range ns.Binds {
+		open := b.Open
+		if open == nil {
+			open = func() (*os.File, error) { return openNoSymlinks(b.Dir) }
+		}
+		f, err := open()
+		if err == nil {
+			f, err = detachedTree(f)
+		}
+		if err != nil {
+			continue
+		}
+		b.Fd = 3 + len(files) // ExtraFiles start at 3
+		files, laid = append(files, f), append(laid, b)
+	}
+	done = func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	ns.Binds = laid
 	spec, err := json.Marshal(ns)
 	if err != nil {
-		return false
+		return false, done
 	}
 	cmd.Args = append([]string{initArg0, cmd.Path}, cmd.Args...)
 	cmd.Path = self
 	cmd.Env = append(cmd.Env, initEnv+"="+string(spec))
-	return true
+	cmd.ExtraFiles = files
+	return true, done
 }
 
 // hostPath is where the host has p, a path a process in a namespace with

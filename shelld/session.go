@@ -306,8 +306,10 @@ func (s *Session) failStartLocked(path, command string, err error) error {
 func (s *Session) startCmd(path string, args, env []string, ns Namespace, o ptyOptions) (*exec.Cmd, *os.File, string, error) {
 	cmd := exec.Command(path, args...)
 	cmd.Dir, cmd.Env = s.workdir, env
-	o.unshare = namespaced(cmd, ns)
+	var done func()
+	o.unshare, done = namespaced(cmd, ns)
 	tty, pts, err := startPty(cmd, o)
+	done()
 	if err != nil && o.unshare && errors.Is(err, syscall.EPERM) {
 		nsRefused.Store(true)
 		cmd = exec.Command(path, args...)

@@ -34,8 +34,7 @@ import (
 //     n_tty_read or wait_woken (/proc/PID/wchan) with the terminal as
 //     its standard input counts.
 //
-// It uses the syscall package only (golang.org/x/sys/unix is kept to
-// vfs/diskfs by vfs/layout_test.go). Elsewhere than on Linux a terminal
+// It uses the syscall package only. Elsewhere than on Linux a terminal
 // is never found waiting (tty_other.go).
 
 func inspect(tty *os.File, pts string, deep bool) probe {

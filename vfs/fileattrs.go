@@ -40,6 +40,7 @@ import (
 type FileAttrs struct {
 	Ino      uint64
 	Mode     uint32 // the file type and permission bits
+	Rdev     uint64 // the device number of a device node, as the host packs it
 	Uid, Gid uint32
 	Blksize  uint32
 	Time     time.Time // atime, mtime and ctime; zero for now
@@ -62,7 +63,7 @@ func (a FileAttrs) Attr(context.Context) (Attr, error) {
 	if t.IsZero() {
 		t = time.Now()
 	}
-	out := Attr{Ino: a.Ino, Mode: a.Mode, Nlink: 1, Uid: a.Uid, Gid: a.Gid, Blksize: a.Blksize,
+	out := Attr{Ino: a.Ino, Mode: a.Mode, Nlink: 1, Uid: a.Uid, Gid: a.Gid, Rdev: a.Rdev, Blksize: a.Blksize,
 		Atime: t, Mtime: t, Ctime: t, Volatile: a.Volatile}
 	if a.Stat != nil {
 		out.Size, out.Mtime = a.Stat()

@@ -44,8 +44,9 @@ func TestDependenciesPointOneWay(t *testing.T) {
 		// cmd/gsvfs for dup2 onto stdout and stderr at a log rotation,
 		// which the standard library lacks on linux/arm64.
 		// internal/fsmodel for the model checker's mmap,
-		// copy_file_range and fallocate.
-		"golang.org/x/sys/unix":         {"vfs/diskfs", "vfs/ninep", "vfs/fusefs", "cmd/gsvfs", "internal/fsmodel"},
+		// copy_file_range and fallocate. shelld for a session's
+		// namespace binds, laid by descriptor as kernel binds are.
+		"golang.org/x/sys/unix":         {"vfs/diskfs", "vfs/ninep", "vfs/fusefs", "cmd/gsvfs", "internal/fsmodel", "shelld"},
 		"golang.org/x/sync":             {"vfs/ninep", "internal/daemon"},
 		"github.com/charmbracelet/x/vt": {"shelld"},     // /proc/<id>/screen
 		"github.com/bmatcuk/doublestar": {"mounts"},     // refused paths

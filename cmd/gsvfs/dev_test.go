@@ -3,11 +3,13 @@
 package main
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,36 +19,96 @@ import (
 )
 
 // /dev of the tree does what the host's /dev does, as shell tools see
-// it: the same script run against both gives the same output.
+// it: null, zero, full, random and urandom are the same character devices
+// (stat), and the same script run against the tree's and against the
+// host's /dev on a nodev mount, as every FUSE mount is, gives the same
+// output: a device node is the kernel's to open, never a FUSE daemon's.
 func TestDevLikeHost(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED: needs root to mount the host's /dev again, nodev")
+	}
 	d := startMount(t)
+	const stat = `cd $1 && stat -c '%n %F %t:%T %a %U:%G' null zero full random urandom`
 	const script = `D=$1
 for f in null zero full random urandom; do
 	printf '%s: ' $f
-	head -c 4096 $D/$f > /tmp/dev-$$
-	printf 'head4k=%s' "$(wc -c < /tmp/dev-$$)"
-	if [ -s /tmp/dev-$$ ]; then if tr -d '\0' < /tmp/dev-$$ | grep -q .; then printf ',data'; else printf ',zeros'; fi; fi
-	rm -f /tmp/dev-$$
-	n=$(dd if=$D/$f bs=1M count=3 2>/dev/null | wc -c); printf ' read3M=%s' $n
-	if echo hi > $D/$f 2>/dev/null; then printf ' write=ok'; else printf ' write=fail'; fi
+	printf 'head=%s' "$(head -c 4096 $D/$f 2>/dev/null | wc -c)"
+	printf ' read=%s' "$( (dd if=$D/$f bs=1M count=3 2>&1 >/dev/null) | sed -n 's/.*: //p')"
+	printf ' write=%s' "$( (echo hi > $D/$f) 2>&1 | sed 's/.*: //')"
 	printf ' append=%s' "$( (echo hi >> $D/$f) 2>&1 | sed 's/.*: //')"
 	echo
 done
-dd if=/dev/zero of=$D/full bs=4k count=1 2>&1 | grep -o 'No space left on device' | head -1
 `
-	run := func(dir string) string {
+	run := func(script, dir string) string {
 		out, err := exec.Command("bash", "-c", script, "bash", dir).CombinedOutput()
 		if err != nil {
 			t.Fatalf("script on %s: %v\n%s", dir, err, out)
 		}
 		return string(out)
 	}
-	want, got := run("/dev"), run(d.Path("dev"))
-	if got != want {
-		t.Errorf("/dev of the tree:\n%s\nthe host's /dev:\n%s", got, want)
+	if got, want := run(stat, d.Path("dev")), run(stat, "/dev"); got != want {
+		t.Errorf("stat of the tree's /dev:\n%s\nof the host's:\n%s", got, want)
 	}
-	if !strings.Contains(want, "read3M=3145728") {
-		t.Errorf("the host's own answers look wrong (the test is not testing):\n%s", want)
+	nodev := filepath.Join(t.TempDir(), "dev")
+	smMust(t, "mkdir", os.Mkdir(nodev, 0o755))
+	smMust(t, "bind /dev", syscall.Mount("/dev", nodev, "", syscall.MS_BIND, ""))
+	defer syscall.Unmount(nodev, syscall.MNT_DETACH)
+	smMust(t, "remount nodev", syscall.Mount("", nodev, "", syscall.MS_REMOUNT|syscall.MS_BIND|syscall.MS_NODEV, ""))
+	if got, want := run(script, d.Path("dev")), run(script, nodev); got != want {
+		t.Errorf("/dev of the tree:\n%s\nthe host's /dev, nodev:\n%s", got, want)
+	}
+	if host := run(script, "/dev"); !strings.Contains(host, "zero: head=4096") {
+		t.Errorf("the host's own /dev looks wrong (the test is not testing):\n%s", host)
+	}
+}
+
+// A recursive walk of the whole tree ends, as one of a Linux root does
+// (issue 29, item 5): each tool is given a generous bound by a context,
+// and failing means it was still running then, reading a file of endless
+// data. Its memory is bounded too (grep keeps a line of zeros whole).
+// What a tool may say on its way is what it says of a Linux root: a
+// file it cannot open, and tar's note of generated files whose times are
+// now (/sys); anything else (memory exhausted) is a failure too.
+func TestTreeWalksEnd(t *testing.T) {
+	walkNote := regexp.MustCompile(`Permission denied$|^tar: .*: file changed as we read it$|^tar: Exiting with failure status due to previous errors$`)
+	d := startMount(t)
+	// A running session: its stream and wait files block, each read
+	// for the yield time at most (gsvfs-proc(7)).
+	procMustWrite(t, filepath.Join(procNew(t, d, "walked"), "ctl"), "exec sleep 600\n")
+	// Found by every search: the walk is one, not a walk of nothing.
+	smMust(t, "write", os.WriteFile(d.Path("workspaces/needle"), []byte("needle-in-the-tree\n"), 0o644))
+	rg, rgErr := exec.LookPath("rg")
+	for _, c := range []struct {
+		name, script string
+		skip         error
+	}{
+		{"grep -r", "grep -r needle-in-the-tree .", nil},
+		{"grep -rI", "grep -rI needle-in-the-tree .", nil},
+		{"rg", rg + " --no-messages -uuu needle-in-the-tree .", rgErr},
+		{"find -type f -exec cat", "find . -type f -exec cat {} + | grep -a needle-in-the-tree", nil},
+		{"tar c", "tar c -f - . | grep -a -o needle-in-the-tree", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.skip != nil {
+				t.Skipf("SKIPPED: %s is not installed here: %v", c.name, c.skip)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, "bash", "-c", "ulimit -v 2000000; "+c.script)
+			cmd.Dir = d.Mnt
+			out, _ := cmd.CombinedOutput()
+			if ctx.Err() != nil {
+				t.Fatalf("%s of the whole tree was still running after 2 minutes; it said:\n%.2000s", c.name, out)
+			}
+			if !strings.Contains(string(out), "needle-in-the-tree") {
+				t.Errorf("%s of the whole tree did not find workspaces/needle's text; it said:\n%.2000s", c.name, out)
+			}
+			for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+				if line != "" && !walkNote.MatchString(line) && !strings.Contains(line, "needle-in-the-tree") {
+					t.Errorf("%s of the whole tree: %s", c.name, line)
+				}
+			}
+		})
 	}
 }
 

@@ -120,7 +120,7 @@ func TestKernelBinds(t *testing.T) {
 	if got := output("cat", d.Path("sys/config/kernel-binds")); got != "true\n" {
 		t.Errorf("/sys/config/kernel-binds = %q, want true", got)
 	}
-	if got := output("cat", d.Path("dev/null")); got != "" {
+	if got := output("stat", "-c", "%F %t:%T", d.Path("dev/null")); got != "character special file 1:3\n" {
 		t.Errorf("/dev/null through FUSE: %q", got)
 	}
 

@@ -668,7 +668,8 @@ func TestLocksRefreshCachedData(t *testing.T) {
 func TestLocksSyntheticFiles(t *testing.T) {
 	d := startMount(t)
 	a, b := newLockAgent(t, "a"), newLockAgent(t, "b")
-	afd, bfd := a.open(d.Path("dev/null")), b.open(d.Path("dev/null"))
+	file := d.Path("sys/config/log-level") // /dev's are device nodes: not the daemon's to open
+	afd, bfd := a.open(file), b.open(file)
 	a.must("ok", "set %d posix w 0 10", afd)
 	b.must("EAGAIN", "set %d posix r 5 1", bfd)
 	b.must(fmt.Sprintf("w 0 10 %d", a.cmd.Process.Pid), "get %d posix r 0 0", bfd)

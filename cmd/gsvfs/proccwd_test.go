@@ -282,3 +282,64 @@ func TestProcTreePathsInCommands(t *testing.T) {
 	}
 	procMustWrite(t, filepath.Join(sh, "ctl"), "kill\n")
 }
+
+// A session's namespace binds follow no symlink (issue 29, item 4): a
+// user's symlink /workspaces/team -> a host directory (/workspaces is
+// 1777), then an administrator's `bind SRV /workspaces/team/proj`, must
+// make nothing in that host directory and bind nothing there in root's
+// sessions; the bind without a symlink on its way is still laid.
+func TestProcBindsFollowNoSymlink(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED: sessions get binds in a mount namespace of their own, which takes root")
+	}
+	d := procMount(t, nil)
+	for _, p := range []string{filepath.Dir(filepath.Dir(d.Mnt)), filepath.Dir(d.Mnt)} {
+		smMust(t, "chmod", os.Chmod(p, 0o755)) // the user reaches the mount
+	}
+	target := smSharedTempDir(t) // a host directory of someone's
+	srv, plain := t.TempDir(), t.TempDir()
+	smMust(t, "write", os.WriteFile(filepath.Join(srv, "x"), []byte("bound\n"), 0o644))
+	smMust(t, "write", os.WriteFile(filepath.Join(plain, "y"), []byte("plain\n"), 0o644))
+	if out := smAsOther(t, d.Path("workspaces"), "ln -s "+target+" team && echo ok"); out != "ok\n" {
+		t.Fatalf("a user's symlink in /workspaces: %q", out)
+	}
+	smMust(t, "mkdir", os.Mkdir(d.Path("workspaces/plain"), 0o755))
+	ns := "bind " + srv + " /workspaces/team/proj\nbind " + plain + " /workspaces/plain\n"
+	smMust(t, "write namespace", os.WriteFile(d.Path("etc/namespace"), []byte(ns), 0o644))
+	testenv.Eventually(t, procBound, "the namespace applied", func() (bool, string) {
+		b, _ := os.ReadFile(d.Path("sys/mounts"))
+		return strings.Contains(string(b), "/workspaces/team/proj") && strings.Contains(string(b), "/workspaces/plain"), string(b)
+	})
+
+	dir, st := procExec(t, d, "binds", "cat /workspaces/plain/y; grep -c -F "+target+" /proc/self/mountinfo; ls -A "+target+"; true")
+	if got, want := procOutput(t, dir), "plain\n0\n"; st.Status != "completed" || got != want {
+		t.Errorf("in root's session: %q; want the plain bind laid, no mount on %s and nothing in it", got, target)
+	}
+	if names, err := os.ReadDir(target); err != nil || len(names) != 0 {
+		t.Errorf("%s after root's session: %v (%v); want it left empty", target, names, err)
+	}
+}
+
+// Another daemon's FUSE mount inside a bound host directory is not kept
+// in a session's namespace (its daemon could not exit while the session
+// runs): the bind's tree, cloned with what is mounted in it, leaves it
+// out, as the host's namespace copy does.
+func TestProcBindsLeaveOtherMounts(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED: sessions get binds in a mount namespace of their own, which takes root")
+	}
+	d := procMount(t, nil)
+	host := t.TempDir()
+	other := mountAt(t, filepath.Join(t.TempDir(), "state"), filepath.Join(host, "other"))
+	defer other.stop(t)
+	smMust(t, "mkdir", os.Mkdir(d.Path("workspaces/data"), 0o755))
+	smMust(t, "write namespace", os.WriteFile(d.Path("etc/namespace"), []byte("bind "+host+" /workspaces/data\n"), 0o644))
+	testenv.Eventually(t, procBound, "the namespace applied", func() (bool, string) {
+		_, err := os.Stat(d.Path("workspaces/data/other/proc"))
+		return err == nil, "stat workspaces/data/other/proc"
+	})
+	dir, st := procExec(t, d, "mounts", "test -d /workspaces/data/other && grep -c ' /workspaces/data/other ' /proc/self/mountinfo; true")
+	if got := procOutput(t, dir); st.Status != "completed" || got != "0\n" {
+		t.Errorf("mounts at /workspaces/data/other in the session: %q (%s); want the bind laid and the other daemon's mount left out", got, st.Status)
+	}
+}

@@ -164,6 +164,12 @@ func smSharedTempDir(t *testing.T) string {
 // what happened).
 func smAsOther(t *testing.T, dir, script string) string {
 	t.Helper()
+	return smAsUid(t, smOther, dir, script)
+}
+
+// smAsUid is smAsOther as uid/gid uid.
+func smAsUid(t *testing.T, uid uint32, dir, script string) string {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("SKIPPED: not root; cannot run children as another uid")
 	}
@@ -171,7 +177,7 @@ func smAsOther(t *testing.T, dir, script string) string {
 	cmd.Dir = dir
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LC_ALL=C", "HOME=/"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Credential: &syscall.Credential{Uid: smOther, Gid: smOther, Groups: []uint32{}},
+		Credential: &syscall.Credential{Uid: uid, Gid: uid, Groups: []uint32{}},
 	}
 	done := make(chan struct{})
 	var out []byte
@@ -185,12 +191,12 @@ func smAsOther(t *testing.T, dir, script string) string {
 	case <-time.After(20 * time.Second):
 		cmd.Process.Kill()
 		<-done
-		t.Fatalf("script as uid %d in %s did not finish in 20s:\n%s\n%s", smOther, dir, script, out)
+		t.Fatalf("script as uid %d in %s did not finish in 20s:\n%s\n%s", uid, dir, script, out)
 	}
 	if err != nil {
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) {
-			t.Fatalf("running script as uid %d: %v", smOther, err)
+			t.Fatalf("running script as uid %d: %v", uid, err)
 		}
 	}
 	return string(out)

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -39,7 +40,11 @@ func sessionNamespace(t *mounts.Table, root string, mounted *atomic.Pointer[stri
 			// anyway), never in a host directory of someone's.
 			above, _ := t.HostPath(ctx, path.Dir(p))
 			mk := path.Dir(p) == "/" || strings.HasPrefix(above+"/", filepath.Clean(root)+"/")
-			ns.Binds = append(ns.Binds, shelld.Bind{Path: p, Dir: dir, Make: mk})
+			b := shelld.Bind{Path: p, Dir: dir, Make: mk}
+			if hd, ok := t.HostDirAt(p); ok {
+				b.Open = hd.OpenHostDir // never dir walked again
+			}
+			ns.Binds = append(ns.Binds, b)
 		}
 		for _, at := range FUSEMounts() {
 			if at != ns.Tree {
@@ -48,7 +53,11 @@ func sessionNamespace(t *mounts.Table, root string, mounted *atomic.Pointer[stri
 		}
 		if ns.Tree != "" {
 			// Devices' trees have no host directory but the mount's.
-			ns.Binds = append(ns.Binds, shelld.Bind{Path: "/mnt", Dir: filepath.Join(ns.Tree, "mnt"), IfEmpty: true})
+			// The mount point is the mounter's own path, and mnt the
+			// tree's directory, which no user makes a symlink.
+			mnt := filepath.Join(ns.Tree, "mnt")
+			ns.Binds = append(ns.Binds, shelld.Bind{Path: "/mnt", Dir: mnt, IfEmpty: true,
+				Open: func() (*os.File, error) { return os.Open(mnt) }})
 		}
 		return ns
 	}
