@@ -219,11 +219,21 @@ func (c *cache) since() uint64 {
 func (c *cache) put(k cacheKey, v any, cost int, watched bool, gen uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if gen < c.floor || c.dropped[k.ino] > gen {
-		return // fetched before a change dropped the file: stale
+	if c.staleLocked(k.ino, gen) {
+		return
 	}
 	c.putLocked(k, v, cost, watched && c.notified && c.gen == gen)
 }
+
+// droppedSince reports whether what was fetched of ino in generation gen
+// is older than a change that dropped the file since.
+func (c *cache) droppedSince(ino, gen uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.staleLocked(ino, gen)
+}
+
+func (c *cache) staleLocked(ino, gen uint64) bool { return gen < c.floor || c.dropped[ino] > gen }
 
 // putBrief holds v under k for CacheTTL: the server's answer to a
 // change this client just made (after dropping what the change made
@@ -282,8 +292,8 @@ func (c *cache) putXattr(ino uint64, name string, x xattrValue, watched bool, ge
 	k := cacheKey{cXattr, ino, ""}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if gen < c.floor || c.dropped[ino] > gen {
-		return // fetched before a change dropped the file: stale
+	if c.staleLocked(ino, gen) {
+		return
 	}
 	long := watched && c.notified && c.gen == gen
 	m := map[string]xattrValue{}

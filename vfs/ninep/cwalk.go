@@ -209,7 +209,10 @@ func (n *node) walkAttrFid(ctx context.Context, name string) (uint32, *Rwalkgeta
 func (n *node) fromListing(name string) (*node, vfs.Attr) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.listed == nil || n.forgotten || time.Since(n.listed.at) > listedFresh {
+	// A batch older than a change to the directory the cache knows of
+	// (a notice, this client's own) may name what is gone.
+	if n.listed == nil || n.forgotten || time.Since(n.listed.at) > listedFresh ||
+		n.c.cache.droppedSince(n.qid.Path, n.listed.gen) {
 		return nil, vfs.Attr{}
 	}
 	e, ok := n.listed.names[name]
