@@ -57,6 +57,12 @@ import (
 //     the notices still come behind, no miss is answered from the cache
 //     and an open holds the server's answer to it as the file's
 //     attributes, so close-to-open is exact (TestExactOpenSeesTheDisk).
+//  7. A directory opened from a held listing lists, from its start, what
+//     is held then (else what the server lists), and a lookup answered
+//     from an open listing's names is refused once a change dropped the
+//     directory after the listing was taken: a kernel that caches what a
+//     listing from the start gives (FOPEN_CACHE_DIR) never keeps one from
+//     before a notice it was told of (TestRewindAfterNoticeListsTheDisk).
 
 // CacheTTL is how long the client trusts what the server said without
 // change notices.
@@ -233,6 +239,8 @@ func (c *cache) droppedSince(ino, gen uint64) bool {
 	return c.staleLocked(ino, gen)
 }
 
+// staleLocked: what was fetched of ino in generation gen is older than
+// a change that dropped the file. c.mu is held.
 func (c *cache) staleLocked(ino, gen uint64) bool { return gen < c.floor || c.dropped[ino] > gen }
 
 // putBrief holds v under k for CacheTTL: the server's answer to a

@@ -11,7 +11,9 @@ import (
 
 // A directory read whole from its start is cached (ccache.go), and a
 // later open of it for reading lists from the cache without a round
-// trip: an `ls -lR` again costs the server nothing for listings.
+// trip: an `ls -lR` again costs the server nothing for listings. Such
+// an open read from its start again lists what the cache holds then,
+// never what it held at the open (ccache.go's invariant 7).
 
 // dirFill collects the listing of a directory handle while it is read
 // from the start, in order, to the end.
