@@ -209,14 +209,14 @@ func (n *node) walkAttrFid(ctx context.Context, name string) (uint32, *Rwalkgeta
 func (n *node) fromListing(name string) (*node, vfs.Attr) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	// A batch older than a change to the directory the cache knows of
-	// (a notice, this client's own) may name what is gone.
-	if n.listed == nil || n.forgotten || time.Since(n.listed.at) > listedFresh ||
-		n.c.cache.droppedSince(n.qid.Path, n.listed.gen) {
+	if n.listed == nil || n.forgotten || time.Since(n.listed.at) > listedFresh {
 		return nil, vfs.Attr{}
 	}
 	e, ok := n.listed.names[name]
-	if !ok {
+	// A file dropped since the batch was asked for (a notice of its
+	// name's change, removal included, or this client's own change)
+	// may be gone or other than listed.
+	if !ok || n.c.cache.droppedSince(e.Ino, n.listed.gen) {
 		return nil, vfs.Attr{}
 	}
 	delete(n.listed.names, name)
