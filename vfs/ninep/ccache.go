@@ -58,9 +58,9 @@ import (
 //     and an open holds the server's answer to it as the file's
 //     attributes, so close-to-open is exact (TestExactOpenSeesTheDisk).
 //  7. A directory opened from a held listing lists, from its start, what
-//     is held then (else what the server lists), and a lookup answered
-//     from an open listing's names is refused once a change dropped the
-//     directory after the listing was taken: a kernel that caches what a
+//     is held then (else what the server lists), and a lookup is not
+//     answered from an open listing's batch for a file dropped since the
+//     batch was asked for: a kernel that caches what a
 //     listing from the start gives (FOPEN_CACHE_DIR) never keeps one from
 //     before a notice it was told of (TestRewindAfterNoticeListsTheDisk).
 
