@@ -93,6 +93,7 @@ func testDeviceChangesShow(t *testing.T, delay time.Duration, dirs int) {
 	}
 	o.eventually("a removal on the device", "f1\nf10\n", "sh", "-c", `ls "$1" | head -2`, "sh", filepath.Join(tree, "d1"))
 	o.eventually("a removal on the device", "no\n", "sh", "-c", `test -e "$1" && echo yes || echo no`, "sh", filepath.Join(tree, "d1", "f0"))
+	o.listingHeldAcross(filepath.Join(src, "d1"), filepath.Join(tree, "d1"), "f1")
 	if delay == 0 {
 		cachesDroppedOnReconnect(t, host, m, o, src, tree)
 	}

@@ -45,6 +45,20 @@ func mountServer(t *testing.T, addr string) *daemon {
 	return d
 }
 
+// A directory of a server's disk held open through `mount --server`
+// across a change made on that disk: a later `ls` shows the change
+// (listingHeldAcross).
+func TestServerMountListingHeldAcrossChange(t *testing.T) {
+	srv, sock := startServe(t)
+	m := mountServer(t, sock.String())
+	host := filepath.Join(srv.Root, "workspaces", "held")
+	o := outside{t: t, d: m}
+	for _, name := range []string{"f0", "f1"} {
+		o.write(filepath.Join(host, name), "x")
+	}
+	o.listingHeldAcross(host, filepath.Join(m.Mnt, "workspaces", "held"), "f0")
+}
+
 func attach(t *testing.T, addr ninep.Address) (*ninep.Client, vfs.Node) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

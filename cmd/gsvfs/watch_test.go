@@ -178,3 +178,43 @@ func (o outside) eventually(what, want, name string, args ...string) {
 	}
 	o.t.Logf("%s showed after %v", what, time.Since(start).Round(time.Millisecond))
 }
+
+// listingHeldAcross removes name from hostDir, on the disk, while a
+// child holds mntDir (its view through the mount) open, and has the
+// child read the held directory once the mount shows the directory's
+// new mtime (the change's notice has come): a listing from the start
+// then is the kernel's cached listing of the directory at that mtime
+// (FOPEN_CACHE_DIR), so it must not be the one from before the change.
+// What the held descriptor itself lists is left unchecked (POSIX leaves
+// it open); the next `ls` must not show name.
+func (o outside) listingHeldAcross(hostDir, mntDir, name string) {
+	o.t.Helper()
+	o.eventually("the name listed", "yes\n", "sh", "-c", `ls "$1" | grep -qx "$2" && echo yes || echo no`, "sh", mntDir, name)
+	reader := exec.Command("perl", "-e", `$| = 1; opendir(D, $ARGV[0]) or die "$!"; print "open\n"; <STDIN>; print scalar(() = readdir(D)), "\n"`, mntDir)
+	in, err := reader.StdinPipe()
+	if err != nil {
+		o.t.Fatal(err)
+	}
+	out, err := reader.StdoutPipe()
+	if err != nil {
+		o.t.Fatal(err)
+	}
+	if err := reader.Start(); err != nil {
+		o.t.Fatal(err)
+	}
+	defer reader.Wait()
+	lines := bufio.NewReader(out)
+	if l, err := lines.ReadString('\n'); err != nil || l != "open\n" {
+		o.t.Fatalf("the reader holding %s: %q, %v", mntDir, l, err)
+	}
+	if err := os.Remove(filepath.Join(hostDir, name)); err != nil {
+		o.t.Fatal(err)
+	}
+	o.eventually("the directory's mtime after a removal", output("stat", "-c", "%y", hostDir), "stat", "-c", "%y", mntDir)
+	io.WriteString(in, "go\n")
+	in.Close()
+	if l, err := lines.ReadString('\n'); err != nil {
+		o.t.Fatalf("the reader of the held directory: %q, %v", l, err)
+	}
+	o.eventually("a removal from a directory held open", "no\n", "sh", "-c", `ls "$1" | grep -qx "$2" && echo yes || echo no`, "sh", mntDir, name)
+}

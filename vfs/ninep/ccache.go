@@ -57,6 +57,12 @@ import (
 //     the notices still come behind, no miss is answered from the cache
 //     and an open holds the server's answer to it as the file's
 //     attributes, so close-to-open is exact (TestExactOpenSeesTheDisk).
+//  7. A directory opened from a held listing lists, from its start, what
+//     is held then (else what the server lists), and a lookup is not
+//     answered from an open listing's batch for a file dropped since the
+//     batch was asked for: a kernel that caches what a
+//     listing from the start gives (FOPEN_CACHE_DIR) never keeps one from
+//     before a notice it was told of (TestRewindAfterNoticeListsTheDisk).
 
 // CacheTTL is how long the client trusts what the server said without
 // change notices.
@@ -219,11 +225,23 @@ func (c *cache) since() uint64 {
 func (c *cache) put(k cacheKey, v any, cost int, watched bool, gen uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if gen < c.floor || c.dropped[k.ino] > gen {
-		return // fetched before a change dropped the file: stale
+	if c.staleLocked(k.ino, gen) {
+		return
 	}
 	c.putLocked(k, v, cost, watched && c.notified && c.gen == gen)
 }
+
+// droppedSince reports whether what was fetched of ino in generation gen
+// is older than a change that dropped the file since.
+func (c *cache) droppedSince(ino, gen uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.staleLocked(ino, gen)
+}
+
+// staleLocked: what was fetched of ino in generation gen is older than
+// a change that dropped the file. c.mu is held.
+func (c *cache) staleLocked(ino, gen uint64) bool { return gen < c.floor || c.dropped[ino] > gen }
 
 // putBrief holds v under k for CacheTTL: the server's answer to a
 // change this client just made (after dropping what the change made
@@ -282,8 +300,8 @@ func (c *cache) putXattr(ino uint64, name string, x xattrValue, watched bool, ge
 	k := cacheKey{cXattr, ino, ""}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if gen < c.floor || c.dropped[ino] > gen {
-		return // fetched before a change dropped the file: stale
+	if c.staleLocked(ino, gen) {
+		return
 	}
 	long := watched && c.notified && c.gen == gen
 	m := map[string]xattrValue{}

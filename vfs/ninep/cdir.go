@@ -11,7 +11,9 @@ import (
 
 // A directory read whole from its start is cached (ccache.go), and a
 // later open of it for reading lists from the cache without a round
-// trip: an `ls -lR` again costs the server nothing for listings.
+// trip: an `ls -lR` again costs the server nothing for listings. Such
+// an open read from its start again lists what the cache holds then,
+// never what it held at the open (ccache.go's invariant 7).
 
 // dirFill collects the listing of a directory handle while it is read
 // from the start, in order, to the end.
@@ -54,12 +56,21 @@ func (f *dirFill) add(off uint64, out []vfs.DirEntry, err error) {
 }
 
 // cachedDir is a directory opened for reading while its listing is
-// cached. What a listing does not answer (fsync, locks) opens the
+// cached. A read from the start lists the directory as it is then, as a
+// rewinddir does: from the listing the cache holds then (no notice has
+// dropped it), else from the server. A kernel caching listings (FUSE's
+// FOPEN_CACHE_DIR) keeps what a read from the start gives as the
+// listing at the directory's mtime of that moment, so a listing taken at
+// the open and handed out after a change's notice would stay there for
+// good. What a listing does not answer (fsync, locks) opens the
 // directory on the server then.
 type cachedDir struct {
-	n    *node
+	n  *node
+	mu sync.Mutex
+	// held: ents is the cache's listing read from since the last read
+	// from the start; else the reads go to the server (real).
+	held bool
 	ents []vfs.DirEntry
-	mu   sync.Mutex
 	real vfs.Handle
 }
 
@@ -74,26 +85,60 @@ var (
 // returns.
 const cachedDirChunk = 1024
 
+// cachedDir is the open of n for reading, if n is a directory whose
+// listing the cache holds.
 func (n *node) cachedDir(flags int) *cachedDir {
 	if n.qid.Type&QTDir == 0 || flags&syscall.O_ACCMODE != syscall.O_RDONLY {
 		return nil
 	}
-	v, ok := n.c.cache.get(cacheKey{cList, n.qid.Path, ""})
-	if !ok {
+	d := &cachedDir{n: n}
+	if !d.rewind() {
 		return nil
 	}
-	return &cachedDir{n: n, ents: v.([]vfs.DirEntry)}
+	return d
+}
+
+// rewind takes the listing the cache holds now, and says whether it
+// holds one; its entries answer lookups (cwalk.go) as of the
+// generation before it was taken, so that a notice applied meanwhile
+// makes them stale.
+func (d *cachedDir) rewind() bool {
+	c := d.n.c.cache
+	gen := c.since()
+	v, ok := c.get(cacheKey{cList, d.n.qid.Path, ""})
+	var ents []vfs.DirEntry
+	if ok {
+		ents = v.([]vfs.DirEntry)
+		d.n.noteListed(d, ents, gen)
+	}
+	d.mu.Lock()
+	d.held, d.ents = ok, ents
+	d.mu.Unlock()
+	return ok
 }
 
 func (d *cachedDir) ReadDir(ctx context.Context, off uint64) ([]vfs.DirEntry, error) {
+	if off == 0 {
+		d.rewind()
+	}
+	d.mu.Lock()
+	held, ents := d.held, d.ents
+	d.mu.Unlock()
+	if !held {
+		h, err := d.opened(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return h.(vfs.DirReader).ReadDir(ctx, off)
+	}
 	i := 0
 	if off != 0 {
-		i = slices.IndexFunc(d.ents, func(e vfs.DirEntry) bool { return e.Next == off }) + 1
+		i = slices.IndexFunc(ents, func(e vfs.DirEntry) bool { return e.Next == off }) + 1
 		if i == 0 {
 			return nil, vfs.Error("readdir", "", syscall.EINVAL)
 		}
 	}
-	return slices.Clone(d.ents[i:min(len(d.ents), i+cachedDirChunk)]), nil
+	return slices.Clone(ents[i:min(len(ents), i+cachedDirChunk)]), nil
 }
 
 func (d *cachedDir) ReadAt(context.Context, []byte, int64) (int, error) {
@@ -142,7 +187,7 @@ func (d *cachedDir) opened(ctx context.Context) (vfs.Handle, error) {
 	if d.real != nil {
 		return d.real, nil
 	}
-	h, err := d.n.open(ctx, syscall.O_RDONLY)
+	h, err := d.n.openFilling(ctx, syscall.O_RDONLY)
 	if err != nil {
 		return nil, err
 	}

@@ -325,9 +325,14 @@ func (n *node) made(ctx context.Context, name string) (vfs.Node, error) {
 // Open lists a directory whose listing is cached without the server.
 func (n *node) Open(ctx context.Context, flags int) (vfs.Handle, error) {
 	if h := n.cachedDir(flags); h != nil {
-		n.noteListed(h, h.ents, n.c.cache.since()) // the cache keeps them true
 		return h, nil
 	}
+	return n.openFilling(ctx, flags)
+}
+
+// openFilling opens the file on the server; a directory's listing read
+// whole from its start is cached (cdir.go).
+func (n *node) openFilling(ctx context.Context, flags int) (vfs.Handle, error) {
 	gen := n.c.cache.since()
 	h, err := n.open(ctx, flags)
 	if d, ok := h.(*dirHandle); ok {

@@ -213,7 +213,10 @@ func (n *node) fromListing(name string) (*node, vfs.Attr) {
 		return nil, vfs.Attr{}
 	}
 	e, ok := n.listed.names[name]
-	if !ok {
+	// A file dropped since the batch was asked for (a notice of its
+	// name's change, removal included, or this client's own change)
+	// may be gone or other than listed.
+	if !ok || n.c.cache.droppedSince(e.Ino, n.listed.gen) {
 		return nil, vfs.Attr{}
 	}
 	delete(n.listed.names, name)

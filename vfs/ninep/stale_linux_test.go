@@ -5,9 +5,11 @@ package ninep
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -337,6 +339,86 @@ func TestExactOpenSeesTheDisk(t *testing.T) {
 			}
 			if got, want := readFrom(t, h, 0), "made on the disk"; got != want {
 				t.Errorf("the open reads %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// entries waits for notices naming each of names in a directory, and
+// forgets the notices heard so far.
+func (h *heard) entries(t *testing.T, names ...string) {
+	t.Helper()
+	waitUntil(t, "the notices of "+strings.Join(names, ", "), func() bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		for _, name := range names {
+			if !slices.ContainsFunc(h.cs, func(c vfs.Change) bool { return c.Dir != 0 && c.Name == name }) {
+				return false
+			}
+		}
+		h.cs = nil
+		return true
+	})
+}
+
+// Issue 28 (TestDeviceChangesShow's flake): a directory opened while
+// its listing was cached, then read from its start once the notice of
+// a change to it has come, lists the directory as the disk has it, as
+// a rewinddir does; and a name the change took away, looked up while
+// the listing is open, misses. A FUSE kernel that caches listings
+// (FOPEN_CACHE_DIR) keeps what a read from the start gives, stamped
+// with the directory's mtime as it stands after the change: before the
+// fix the listing as it was at the open came back, and an `ls` through
+// the mount showed the removed name for good.
+func TestRewindAfterNoticeListsTheDisk(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name    string
+		change  func(dir string) error
+		noticed []string // the names the change's notices name
+		want    []string // the listing after
+		gone    string   // a name that must miss after, "" for none
+	}{
+		{"a removal", func(dir string) error { return os.Remove(filepath.Join(dir, "f0")) },
+			[]string{"f0"}, []string{"f1"}, "f0"},
+		{"a rename", func(dir string) error { return os.Rename(filepath.Join(dir, "f0"), filepath.Join(dir, "g")) },
+			[]string{"f0", "g"}, []string{"f1", "g"}, "f0"},
+		{"a creation", func(dir string) error { return os.WriteFile(filepath.Join(dir, "f2"), nil, 0o644) },
+			[]string{"f2"}, []string{"f0", "f1", "f2"}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, addr, dir := serveHostDir(t)
+			for _, name := range []string{"f0", "f1"} {
+				mustWrite(t, filepath.Join(dir, name), "x")
+			}
+			cl, root := dial(t, addr, "")
+			freeze(cl) // only a notice may drop what is held
+			noticesOn(t, cl)
+			heard := hear(t, root)
+			if _, err := vfs.ReadDirAll(ctx, root); err != nil { // held now
+				t.Fatal(err)
+			}
+			h, err := root.Open(ctx, os.O_RDONLY)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Close()
+			if err := c.change(dir); err != nil {
+				t.Fatal(err)
+			}
+			heard.entries(t, c.noticed...)
+			if c.gone != "" {
+				if _, err := root.Lookup(ctx, c.gone); !errors.Is(err, syscall.ENOENT) {
+					t.Errorf("lookup of %s after the notice: %v, want ENOENT", c.gone, err)
+				}
+			}
+			var got []string
+			for _, e := range listAll(t, h) {
+				got = append(got, e.Name)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, c.want) {
+				t.Errorf("the listing read from its start after the notice: %q, want %q", got, c.want)
 			}
 		})
 	}
