@@ -407,15 +407,27 @@ func (v *view) report(a vfs.Attr, stat func(context.Context) (vfs.Attr, error), 
 // one is set by a truncate through the mount (mend), or, where that
 // cannot be, taken once the kernel forgets the file (shrank; an open
 // that finds it mends it at once, opened).
+//
+// A mended file gets no push: mend's answer gave the kernel the disk's
+// size, and the push writes the disk's last byte into the kernel's page,
+// over what a process may have written there since it saw the file
+// shrink (the watch's report is brought in the background, and its
+// reader sees the new size as mend's truncate returns).
 func (n *node) bringTo(a vfs.Attr, was fileState) {
 	n.NotifyContent(0, 0)
 	if !n.srv.writeback {
 		return
 	}
-	if (was.size < 0 || a.Size < was.size) && !n.mend(a.Size) {
+	switch {
+	case was.size >= 0 && a.Size >= was.size: // grew, or kept its size
+		n.grown(a, true)
+	case n.mend(a.Size): // the kernel holds the disk's size: mend's answer
+	case was.size < 0: // shorter or longer, unknown: the larger size holds
+		n.shrank()
+		n.grown(a, true)
+	default: // shorter: no push could lower the kernel's size
 		n.shrank()
 	}
-	n.grown(a, true)
 }
 
 // forget makes the view start again from the next open, for when the
