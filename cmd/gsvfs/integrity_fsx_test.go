@@ -44,20 +44,7 @@ type ixPath struct {
 	// before a change on the disk: 0 where close-to-open is exact (one
 	// machine), the notice's delay across a device's link.
 	openWithin time.Duration
-	// race, where set, names a known timing race of the path's second
-	// actor variant that a failure may be (issue 28, open): such a
-	// failure is reported loudly and the run made once more, and only a
-	// second failure fails the test. A failure that replays by its seed
-	// still fails.
-	race string
 }
-
-// writebackRace is the known race of the writeback cache's paths: a
-// change on the disk that lands as the kernel writes back pages or as
-// the daemon mends the kernel's size may leave a fresh open's or a held
-// descriptor's size stale (seen about once in six runs; not replayable
-// by seed).
-const writebackRace = "the writeback cache's size after a change on the disk racing a write-back or a mend"
 
 // ixPaths are the data paths, each set up afresh by its function.
 var ixPaths = []struct {
@@ -65,16 +52,8 @@ var ixPaths = []struct {
 	setup func(t *testing.T, fsx string) ixPath
 }{
 	{"passthrough", func(t *testing.T, fsx string) ixPath { return ixMount(t, fsx) }},
-	{"no-passthrough", func(t *testing.T, fsx string) ixPath {
-		p := ixMount(t, fsx, "--no-passthrough")
-		p.race = writebackRace
-		return p
-	}},
-	{"user", func(t *testing.T, fsx string) ixPath {
-		p := ixUserMount(t, fsx)
-		p.race = writebackRace
-		return p
-	}},
+	{"no-passthrough", func(t *testing.T, fsx string) ixPath { return ixMount(t, fsx, "--no-passthrough") }},
+	{"user", ixUserMount},
 	{"server", ixServerMount},
 	{"device", ixDeviceMount},
 }
@@ -221,11 +200,6 @@ func TestIntegrityFsx(t *testing.T) {
 func ixRun(t *testing.T, p ixPath, name string, seed uint64, all, ops int, actor bool) {
 	t.Helper()
 	out, took, err := ixRunOnce(t, p, name, seed, all, ops, actor)
-	if err != nil && actor && p.race != "" {
-		// Printed, not logged: a passing test's log is shown only with -v.
-		fmt.Printf("%s: KNOWN RACE (issue 28, open: %s): fsx failed after %v, running it once more:\n%s\n", t.Name(), p.race, took, out)
-		out, took, err = ixRunOnce(t, p, name+"-again", seed, all, ops, actor)
-	}
 	if err != nil {
 		t.Fatalf("fsx after %v: %v\n%s", took, err, out)
 	}

@@ -32,10 +32,13 @@ package fusefs
 //     the disk, until the kernel forgets the file. The writeback cache
 //     stays for files the mount alone changes. (TestViewShared;
 //     TestUserMountCoherence/DiskChangeWhileHeldForWriting.)
-//  4. The mount's own changes leave the kernel's view as it is: a watch
-//     report naming a state no newer than base (by change time) is the
-//     mount's own, unless the view is behind. (TestViewOwnReport,
-//     TestRunOwnSeesChangeBeside; TestWritebackOwnWritesAndOutside.)
+//  4. The mount's own changes leave the kernel's view as it is, and no
+//     other change does: at a report of the watch the file is stated
+//     again under the view's lock, where no change of the mount's is
+//     under way, and one whose data is base's is the mount's own, unless
+//     the view is behind. (TestViewOwnReport, TestReportedStatesAgain,
+//     TestRunOwnSeesChangeBeside; TestWritebackOwnWritesAndOutside;
+//     TestIntegrityFsx's actor variants.)
 //  5. A file opened with passthrough shows the disk's attributes to its
 //     opener: an open that finds them other than the kernel was last told
 //     drops the kernel's. (TestIntegrityFsx/passthrough/actor in cmd/gsvfs.)
@@ -155,12 +158,14 @@ func (v *view) own(before, after fileState, ok, writeback bool) (outside bool) {
 	return outside
 }
 
-// ownReport says whether a report of the watch naming state s is of the
-// mount's own changes. Not the whole state: the watch's stat may fall
-// inside one of the mount's writes, which moves the size page by page
-// after the change time.
+// ownReport says whether the file, found in state s under the view's
+// lock, is as the mount's own changes left it: each of them sets base
+// under the lock from a stat after it, so any other state is a change
+// from outside. (Not a state the watch stated: that may fall inside a
+// write, the disk's or the mount's, which moves the size page by page
+// after the change time, or be older than base.)
 func (v *view) ownReport(s fileState) bool {
-	return v.known && !v.behind && s.ino == v.base.ino && !s.ctime.After(v.base.ctime)
+	return v.known && !v.behind && v.base.sameData(s)
 }
 
 // viewed says whether the daemon keeps the kernel's view of n: stored
@@ -355,27 +360,44 @@ func (n *node) settle(a vfs.Attr, was fileState) {
 	v.mu.Unlock()
 }
 
-// reported takes a report of the watch that the file's data changed, now
-// a: one the mount's own changes explain leaves the kernel's view
-// (invariant 4); any other brings the view to the disk and, under the
-// writeback cache, makes the file shared. It says whether it dropped
-// anything.
+// reported takes a report of the watch that the file's data changed, to
+// a: the file is stated again under the view's lock, and a state the
+// mount's own changes explain leaves the kernel's view (invariant 4); any
+// other brings the view to the disk and, under the writeback cache, makes
+// the file shared. It says whether it dropped anything.
+//
+// The watch's own stat cannot decide: taken during a write from outside
+// it has the write's change time and part of its size, and the report
+// of the write's end then looks like nothing new; taken before an open
+// checked the file, it is older than base.
 func (n *node) reported(a vfs.Attr) bool {
-	v := &n.view
+	a, was, changed := n.view.report(a, n.vn.Attr, n.srv.writeback)
+	if changed {
+		n.settle(a, was)
+	}
+	return changed
+}
+
+// report is reported's part under the view's lock: it states the file
+// again (stat), takes the state for base unless the mount's own changes
+// explain it, and says whether it did, with the state it found and the
+// base before it.
+func (v *view) report(a vfs.Attr, stat func(context.Context) (vfs.Attr, error), writeback bool) (now vfs.Attr, was fileState, changed bool) {
 	v.mu.Lock()
+	defer v.mu.Unlock()
+	if fresh, err := stat(context.Background()); err == nil && fresh.Ino == a.Ino {
+		a = fresh // else renamed over since: the report's is this inode's last
+	}
 	if v.ownReport(stateOf(a)) {
-		v.mu.Unlock()
-		return false
+		return a, was, false
 	}
 	was, known := v.base, v.known
 	v.base, v.known, v.behind = stateOf(a), true, true
-	v.shared = v.shared || n.srv.writeback
-	v.mu.Unlock()
+	v.shared = v.shared || writeback
 	if !known {
 		was.size = -1 // unknown: the kernel's size may be larger
 	}
-	n.settle(a, was)
-	return true
+	return a, was, true
 }
 
 // bringTo makes the kernel drop its pages of the file (writing the dirty
@@ -385,15 +407,27 @@ func (n *node) reported(a vfs.Attr) bool {
 // one is set by a truncate through the mount (mend), or, where that
 // cannot be, taken once the kernel forgets the file (shrank; an open
 // that finds it mends it at once, opened).
+//
+// A mended file gets no push: mend's answer gave the kernel the disk's
+// size, and the push writes the disk's last byte into the kernel's page,
+// over what a process may have written there since it saw the file
+// shrink (the watch's report is brought in the background, and its
+// reader sees the new size as mend's truncate returns).
 func (n *node) bringTo(a vfs.Attr, was fileState) {
 	n.NotifyContent(0, 0)
 	if !n.srv.writeback {
 		return
 	}
-	if (was.size < 0 || a.Size < was.size) && !n.mend(a.Size) {
+	switch {
+	case was.size >= 0 && a.Size >= was.size: // grew, or kept its size
+		n.grown(a, true)
+	case n.mend(a.Size): // the kernel holds the disk's size: mend's answer
+	case was.size < 0: // shorter or longer, unknown: the larger size holds
+		n.shrank()
+		n.grown(a, true)
+	default: // shorter: no push could lower the kernel's size
 		n.shrank()
 	}
-	n.grown(a, true)
 }
 
 // forget makes the view start again from the next open, for when the

@@ -48,7 +48,10 @@ import (
 //     cache (grown), and one that shrank is truncated through the mount
 //     by the daemon, which answers that truncate from the disk and leaves
 //     the disk as it is (mend, ownResize); failing that, it is forgotten
-//     by name once no handle holds it (shrank, unhold).
+//     by name once no handle holds it (shrank, unhold). The view takes
+//     the kernel's new size only once the truncate has returned: an open
+//     that checks the file while the kernel is yet to take the answer
+//     mends it again rather than return with the larger size.
 //     (TestWritebackOutsideGrowthWhileOpen, TestCloseToOpen,
 //     TestUserMountCloseToOpen, TestIntegrityFsx/no-passthrough/actor.)
 //  5. Of the daemon's own SETATTRs with a size, only mend's is answered:
@@ -319,6 +322,7 @@ func (m *Mount) stopFlusher() {
 type resize struct {
 	mu      sync.Mutex // one mend at a time
 	pending atomic.Bool
+	replied atomic.Int64 // the size mend's truncate was answered with
 }
 
 // mend moves the kernel's size of the file, which it holds larger than
@@ -358,6 +362,9 @@ func (n *node) mend(size int64) bool {
 	link := "/proc/self/fd/" + strconv.Itoa(fd)
 	err = unix.Truncate(link, size)
 	if err == nil {
+		// Only now does the kernel hold the size: an open that read
+		// the view meanwhile must have mended it itself.
+		n.view.resized(n.resize.replied.Load())
 		n.mendTimes(link)
 	}
 	if err != nil {
@@ -395,7 +402,9 @@ func (n *node) ownResize(ctx context.Context, sized bool, out *fuse.AttrOut) (ha
 	if err != nil {
 		return true, n.srv.toErrno("setattr", err)
 	}
-	n.view.resized(a.Size)
+	if sized {
+		n.resize.replied.Store(a.Size) // the view takes it once the kernel has (mend)
+	}
 	n.answerAttr(out, a, false)
 	return true, 0
 }
