@@ -214,9 +214,10 @@ func ixRunOnce(t *testing.T, p ixPath, name string, seed uint64, all, ops int, a
 		args = append(args, "-disk", filepath.Join(p.disk, name), "-open-within", p.openWithin.String())
 	}
 	// A bound for a hung mount, not a measure: 20,000 operations take
-	// 10-20 s here, a soak's million some 10 minutes a path, more on a
-	// loaded machine (go test's -timeout must allow it too).
-	ctx, cancel := context.WithTimeout(context.Background(), max(10*time.Minute, time.Duration(ops)*3*time.Millisecond))
+	// 10-20 s here, a soak's million 7-50 minutes a path (a device's
+	// over TLS the longest; 3 ms an operation on a machine loaded 20
+	// deep), so 10 ms an operation (go test's -timeout must allow it too).
+	ctx, cancel := context.WithTimeout(context.Background(), max(10*time.Minute, time.Duration(ops)*10*time.Millisecond))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, p.bin, args...)
 	if p.cred != nil {
