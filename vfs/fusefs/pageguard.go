@@ -403,30 +403,34 @@ func (v *view) report(a vfs.Attr, stat func(context.Context) (vfs.Attr, error), 
 // bringTo makes the kernel drop its pages of the file (writing the dirty
 // ones back first) and its attributes, and take its size a.Size. Without
 // the writeback cache the kernel takes sizes from the daemon. Under it
-// the kernel keeps its own: a larger one is pushed in (grown), a smaller
-// one is set by a truncate through the mount (mend), or, where that
-// cannot be, taken once the kernel forgets the file (shrank; an open
-// that finds it mends it at once, opened).
+// the kernel keeps its own, save a truncate's answer: the daemon
+// truncates the file through its own mount to the disk's size, larger or
+// smaller, and answers with the disk's attributes (mend). Where that
+// cannot be, a larger size is pushed in (grown) and a smaller one taken
+// once the kernel forgets the file (shrank; an open that finds it tries
+// mend again, opened).
 //
-// A mended file gets no push: mend's answer gave the kernel the disk's
-// size, and the push writes the disk's last byte into the kernel's page,
-// over what a process may have written there since it saw the file
-// shrink (the watch's report is brought in the background, and its
-// reader sees the new size as mend's truncate returns).
+// The push writes the disk's last byte into the kernel's page: over what
+// a process may have written there since the drop (the watch's report is
+// brought in the background, and a process that saw the change may be
+// writing again), so it is the last resort. A truncate's answer moves
+// the size alone, and the kernel writes dirty pages back, not over.
 func (n *node) bringTo(a vfs.Attr, was fileState) {
 	n.NotifyContent(0, 0)
 	if !n.srv.writeback {
 		return
 	}
+	known := was.size >= 0
 	switch {
-	case was.size >= 0 && a.Size >= was.size: // grew, or kept its size
-		n.grown(a, true)
+	case known && a.Size == was.size: // the pages were all that changed
 	case n.mend(a.Size): // the kernel holds the disk's size: mend's answer
-	case was.size < 0: // shorter or longer, unknown: the larger size holds
+	case known && a.Size < was.size: // no push could lower the kernel's size
+		n.shrank()
+	case known: // grew
+		n.grown(a, true)
+	default: // shorter or longer, unknown: the larger size holds
 		n.shrank()
 		n.grown(a, true)
-	default: // shorter: no push could lower the kernel's size
-		n.shrank()
 	}
 }
 

@@ -44,14 +44,16 @@ import (
 //     dirty them (flusher). (TestPageWritersCounted;
 //     TestUserMountCoherence/OnDiskAtClose, OnDiskAtFsync, HeldFileOnDisk.)
 //  4. The kernel takes no size from the daemon for a file it has but a
-//     truncate's, so a file that grew on the disk is pushed into its
-//     cache (grown), and one that shrank is truncated through the mount
-//     by the daemon, which answers that truncate from the disk and leaves
-//     the disk as it is (mend, ownResize); failing that, it is forgotten
-//     by name once no handle holds it (shrank, unhold). The view takes
-//     the kernel's new size only once the truncate has returned: an open
-//     that checks the file while the kernel is yet to take the answer
-//     mends it again rather than return with the larger size.
+//     truncate's, so a file that grew or shrank on the disk is truncated
+//     through the mount by the daemon, which answers that truncate from
+//     the disk and leaves the disk as it is (mend, ownResize); failing
+//     that, one that grew is pushed into the kernel's cache (grown), and
+//     one that shrank is forgotten by name once no handle holds it
+//     (shrank, unhold). The view takes the kernel's new size only once
+//     the truncate has returned: an open that checks the file while the
+//     kernel is yet to take the answer mends it again rather than return
+//     with the old size. No byte is pushed over a page a process may
+//     have written since it saw the change (bringTo).
 //     (TestWritebackOutsideGrowthWhileOpen, TestCloseToOpen,
 //     TestUserMountCloseToOpen, TestIntegrityFsx/no-passthrough/actor.)
 //  5. Of the daemon's own SETATTRs with a size, only mend's is answered:
@@ -120,8 +122,9 @@ func (s *server) withOpenFlags(flags uint32, volatile bool, open func(flags int)
 // new size once the kernel forgets it (shrank, gsvfs-mount(1)).
 //
 // dropped says the kernel was just made to drop the file's pages
-// (bringTo): it holds no dirty page to write the byte over.
-// Otherwise only while no handle of the mount may write the file through
+// (bringTo, where mend could not move the size): a process writing the
+// file since may have dirtied the page again, and loses the byte
+// (gsvfs-mount(1)). Otherwise only while no handle of the mount may write the file through
 // its pages, which the kernel holds dirty only while one does; a writer's
 // open waits for a store under way (writers.mu). The kernel's size then
 // stands until the kernel forgets the file.
@@ -325,16 +328,16 @@ type resize struct {
 	replied atomic.Int64 // the size mend's truncate was answered with
 }
 
-// mend moves the kernel's size of the file, which it holds larger than
-// the disk's size (the file shrank outside while the kernel had it), to
-// the disk's, and says whether it did. Under the writeback cache the one
-// reply the kernel takes a smaller size from is a truncate's, so the
-// daemon truncates the file through its own mount: it reaches the
-// inode by its name with O_PATH (no open request, no data), checks that
-// the name still leads to this very inode, and truncates through the
-// descriptor's /proc link. Its SETATTR answers with the disk's attributes
-// and leaves the disk as it is (ownResize). The kernel's dirty pages are
-// written back first: a truncate drops those past the new end.
+// mend moves the kernel's size of the file to the disk's (the file grew
+// or shrank outside while the kernel had it), and says whether it did.
+// Under the writeback cache the one reply the kernel takes a size from
+// for a file it has is a truncate's, so the daemon truncates the file
+// through its own mount: it reaches the inode by its name with O_PATH (no
+// open request, no data), checks that the name still leads to this very
+// inode, and truncates through the descriptor's /proc link. Its SETATTR
+// answers with the disk's attributes and leaves the disk as it is
+// (ownResize). The kernel's dirty pages are written back first: a
+// truncate drops those past the new end.
 //
 // No lock of the daemon is held: the kernel holds the inode's lock for
 // the truncate and waits for the file's write-backs in flight, which
