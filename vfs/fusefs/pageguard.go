@@ -134,6 +134,12 @@ func (v *view) holdsMore(size int64) bool {
 func (v *view) check(now fileState, writeback bool) (changed, long bool, was fileState) {
 	changed = !v.known || v.behind || !v.base.sameData(now)
 	was = v.base
+	if v.behind {
+		// A settle is under way: the kernel may be anywhere between base
+		// before and base now, so this open brings it to now itself
+		// rather than return before that settle is done.
+		was.size = -1
+	}
 	if changed && writeback && v.known {
 		v.shared = true
 	}
@@ -391,11 +397,11 @@ func (v *view) report(a vfs.Attr, stat func(context.Context) (vfs.Attr, error), 
 	if v.ownReport(stateOf(a)) {
 		return a, was, false
 	}
-	was, known := v.base, v.known
+	was, known, behind := v.base, v.known, v.behind
 	v.base, v.known, v.behind = stateOf(a), true, true
 	v.shared = v.shared || writeback
-	if !known {
-		was.size = -1 // unknown: the kernel's size may be larger
+	if !known || behind {
+		was.size = -1 // unknown, or a settle under way: the kernel's size may be any
 	}
 	return a, was, true
 }

@@ -57,6 +57,10 @@ func TestViewCheck(t *testing.T) {
 			t.Errorf("%s: was %v base %v known %v behind %v, want was the old base, base now, behind until settled if changed", c.name, was, v.base, v.known, v.behind)
 		}
 	}
+	behind := &view{base: st(100, t1), known: true, behind: true, ksize: 100}
+	if changed, _, was := behind.check(st(100, t1), true); !changed || was.size != -1 {
+		t.Errorf("a view behind (a settle under way): changed %v, was size %d; want changed, and the size the kernel holds unknown (-1)", changed, was.size)
+	}
 	v := &view{}
 	if changed, _, _ := v.check(st(1, t0), true); !changed || v.shared {
 		t.Errorf("a view that knows nothing: changed %v shared %v, want changed (drop to be sure), not shared", changed, v.shared)
