@@ -1,0 +1,100 @@
+//go:build linux
+
+package main
+
+// Unmounting and mounting again at once (issue 29, item 6): gsvfs umount
+// returns once the daemon has let go of the state directory, and the next
+// mount serves it, never a daemon on its way out.
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gsvfs/gsvfs/vfs/vfstest"
+)
+
+// remountRounds is how many times TestLifecycleRemountLoop unmounts and
+// mounts again, as the issue's reproduction does.
+const remountRounds = 50
+
+// TestLifecycleRemountLoop runs `gsvfs umount M; gsvfs mount M` 50 times
+// with no pause. Each time the daemon that served M must be gone when
+// umount returns, and the new mount must read a file right away and
+// again once the old daemon is surely gone; every tenth round reads once
+// more 2 s later, as the issue's loop does each time (every round would
+// add 100 s to the suite). A new mount that attached to the leaving
+// daemon fails the second read.
+func TestLifecycleRemountLoop(t *testing.T) {
+	vfstest.NeedFUSE(t)
+	base := t.TempDir()
+	root, mnt := filepath.Join(base, "state"), filepath.Join(base, "mnt")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := lcBackground(t, "", root, mnt)
+	probe := filepath.Join(mnt, "workspaces", "probe")
+	if err := os.WriteFile(probe, []byte("probe"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var failed []string
+	for i := range remountRounds {
+		next, err := remountRound(t, root, mnt, probe, pid, i%10 == 9)
+		if err != nil {
+			failed = append(failed, fmt.Sprintf("round %d: %v", i+1, err))
+		}
+		if next == 0 {
+			break // nothing is mounted to go on with
+		}
+		pid = next
+	}
+	if len(failed) > 0 {
+		t.Errorf("%d of %d remounts failed, want none:\n%s", len(failed), remountRounds, strings.Join(failed, "\n"))
+	}
+	lcUmount(t, mnt, pid)
+}
+
+// remountRound unmounts mnt, whose daemon is pid, mounts root there again at once
+// and reads probe through the new mount: at once, after the old daemon
+// has exited and, if late, 2 s later. It returns the new daemon's pid (0
+// if the mount failed) and what went wrong.
+func remountRound(t *testing.T, root, mnt, probe string, pid int, late bool) (int, error) {
+	t.Helper()
+	if r := lcGsvfs(t, "", "umount", mnt); r.code != 0 {
+		return 0, fmt.Errorf("gsvfs umount: exit status %d: %s", r.code, r.stderr)
+	}
+	var errs []error
+	if !lcPidGone(pid, 0) {
+		errs = append(errs, fmt.Errorf("daemon pid %d still running when gsvfs umount returned, want it gone", pid))
+	}
+	r := lcGsvfs(t, "", "mount", "--root", root, mnt)
+	m := lcServingLine.FindStringSubmatch(r.stdout)
+	if r.code != 0 || m == nil {
+		return 0, errors.Join(append(errs, fmt.Errorf("gsvfs mount: exit status %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr))...)
+	}
+	next, _ := strconv.Atoi(m[3])
+	errs = append(errs, readProbe(probe, "right after mounting"))
+	if !lcPidGone(pid, 10*time.Second) {
+		errs = append(errs, fmt.Errorf("old daemon pid %d still running 10 s after umount", pid))
+	}
+	errs = append(errs, readProbe(probe, "once the old daemon had exited"))
+	if late {
+		time.Sleep(2 * time.Second)
+		errs = append(errs, readProbe(probe, "2 s later"))
+	}
+	return next, errors.Join(errs...)
+}
+
+// readProbe reads the probe file, which says "probe".
+func readProbe(probe, when string) error {
+	got, err := os.ReadFile(probe)
+	if err != nil || string(got) != "probe" {
+		return fmt.Errorf("read %s %s: got %q, %v, want \"probe\"", probe, when, got, err)
+	}
+	return nil
+}
