@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	gsvfsd "github.com/gsvfs/gsvfs/internal/daemon" // not "daemon": the tests have a type of that name
 	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/vfs"
 	"github.com/gsvfs/gsvfs/vfs/ninep"
@@ -340,7 +341,7 @@ func TestExportHidesOtherDevices(t *testing.T) {
 	g := startGateway(t)
 	dRoot := filepath.Join(t.TempDir(), "d")
 	d := g.join(t, dRoot, "d", nil, "--join", g.token(t, "d"), "--listen", "tls:127.0.0.1:0")
-	dSock := ninep.Address{Network: "unix", Addr: filepath.Join(d.Root, "gsvfs.sock")}
+	dSock := gsvfsd.Socket(d.Root)
 	xRoot := filepath.Join(t.TempDir(), "x")
 	writeFiles(t, filepath.Join(xRoot, "workspaces"), "x-only")
 	xTok := joinToken(t, dRoot, "x", "127.0.0.1:"+gatewayPort(t, dRoot))

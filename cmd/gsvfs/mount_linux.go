@@ -113,6 +113,11 @@ func serveMount(stdout io.Writer, f mountFlags, mountpoint string) (err error) {
 	if mountpoint, err = filepath.Abs(mountpoint); err != nil {
 		return err
 	}
+	pidFile, err := recordMount(mountpoint)
+	if err != nil {
+		return err
+	}
+	defer pidFile.Close()
 	if err := fusefs.Prepare(mountpoint); err != nil {
 		return err
 	}
@@ -121,7 +126,7 @@ func serveMount(stdout io.Writer, f mountFlags, mountpoint string) (err error) {
 		return err
 	}
 	defer stopProfile()
-	src, err := openSource(f)
+	src, err := openSource(f, mountpoint)
 	if err != nil {
 		return err
 	}
@@ -155,8 +160,20 @@ func serveMount(stdout io.Writer, f mountFlags, mountpoint string) (err error) {
 	slog.Info("serving", "tree", src.name, "mountpoint", mountpoint, "pid", os.Getpid())
 	fmt.Fprintf(stdout, "gsvfs: serving %s at %s (pid %d)\n", src.name, mountpoint, os.Getpid())
 	report(nil)
-	waitUnmount(m, sigs, src.endSessions)
+	waitUnmount(m, sigs, src.leave)
 	return nil
+}
+
+// recordMount records this process as the server of the mount at
+// mountpoint, for gsvfs umount, until it exits. A daemon that served
+// there before and is still leaving is waited for first, as umount
+// waits for it.
+func recordMount(mountpoint string) (*os.File, error) {
+	if !gsvfsd.WaitMountServer(mountpoint, umountWait) {
+		pid, _ := gsvfsd.MountServer(mountpoint)
+		return nil, fmt.Errorf("mount point %s is still served by pid %d; run gsvfs umount %s first", mountpoint, pid, mountpoint)
+	}
+	return gsvfsd.MountPid(mountpoint)
 }
 
 // fewerProcs runs the FUSE daemon's Go code on half the CPUs (at least
@@ -181,21 +198,20 @@ func fewerProcs() {
 
 // waitUnmount serves until the mount is gone; SIGINT, SIGTERM or SIGHUP
 // (on sigs) unmounts first, lazily if files are still open so the daemon
-// can always exit, after ending the sessions (before, when not nil): a
-// session's mount namespace holds a copy of the mount, which would keep
-// it up. A lost 9P server does not end it: the tree waits for the server
-// to come back.
-func waitUnmount(m *fusefs.Mount, sigs <-chan os.Signal, before func()) {
+// can always exit. Either way leave comes first: the daemon stops
+// answering other mounts, and ends the sessions, whose mount namespaces
+// hold copies of the mount that would keep it up. A lost 9P server does
+// not end it: the tree waits for the server to come back.
+func waitUnmount(m *fusefs.Mount, sigs <-chan os.Signal, leave func()) {
 	done := make(chan struct{})
 	go func() { m.Wait(); close(done) }()
 	select {
 	case <-done:
 		slog.Info("mount gone; exiting", "mountpoint", m.Dir)
+		leave()
 	case sig := <-sigs:
 		slog.Info("unmounting", "signal", sig.String(), "mountpoint", m.Dir)
-		if before != nil {
-			before()
-		}
+		leave()
 		unmountOrDetach(m)
 	}
 }
@@ -238,18 +254,18 @@ func readyReporter() func(error) {
 }
 
 // startDaemon runs `gsvfs mount` again as a detached daemon (its own
-// session, output to the log in the state directory) and waits for it to
-// report that the mount is ready.
+// session, output to the log: in the state directory, or for --server,
+// which has none here, in the mount's runtime directory) and waits for
+// it to report that the mount is ready.
 func startDaemon(stdout io.Writer, f mountFlags, mountpoint string) error {
-	abs, err := gsvfsd.PrepareRoot(f.root)
-	if err != nil {
-		return err
-	}
 	mp, err := filepath.Abs(mountpoint)
 	if err != nil {
 		return err
 	}
-	logPath := filepath.Join(abs, "gsvfs.log")
+	abs, logPath, err := daemonLogPath(f, mp)
+	if err != nil {
+		return err
+	}
 	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("open the daemon log: %w", err)
@@ -289,6 +305,17 @@ func startDaemon(stdout io.Writer, f mountFlags, mountpoint string) error {
 	}
 	_, err = fmt.Fprintf(stdout, "gsvfs: serving %s at %s (pid %d, log %s)\n", name, mp, pid, logPath)
 	return err
+}
+
+// daemonLogPath is the background daemon's state directory (made
+// ready), "" for --server, and its log file.
+func daemonLogPath(f mountFlags, mountpoint string) (root, log string, err error) {
+	if f.server != "" {
+		dir, err := gsvfsd.PrepareMountRuntime(mountpoint)
+		return "", filepath.Join(dir, "gsvfs.log"), err
+	}
+	root, err = gsvfsd.PrepareRoot(f.root)
+	return root, filepath.Join(root, "gsvfs.log"), err
 }
 
 // daemonArgs is the command line of the background daemon: this one's
