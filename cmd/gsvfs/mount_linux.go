@@ -113,14 +113,14 @@ func serveMount(stdout io.Writer, f mountFlags, mountpoint string) (err error) {
 	if mountpoint, err = filepath.Abs(mountpoint); err != nil {
 		return err
 	}
+	if err := fusefs.Prepare(mountpoint); err != nil {
+		return err
+	}
 	pidFile, err := recordMount(mountpoint)
 	if err != nil {
 		return err
 	}
 	defer pidFile.Close()
-	if err := fusefs.Prepare(mountpoint); err != nil {
-		return err
-	}
 	stopProfile, err := startCPUProfile(f.cpuProfile)
 	if err != nil {
 		return err

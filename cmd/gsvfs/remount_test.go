@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/vfs/vfstest"
 )
 
@@ -97,4 +98,39 @@ func readProbe(probe, when string) error {
 		return fmt.Errorf("read %s %s: got %q, %v, want \"probe\"", probe, when, got, err)
 	}
 	return nil
+}
+
+// TestLifecycleAttachedMountTakesOver unmounts the mount whose daemon
+// serves the state directory while a second mount is attached to it: the
+// second one serves the tree itself once the first daemon is gone, and a
+// third mount attaches to it.
+func TestLifecycleAttachedMountTakesOver(t *testing.T) {
+	vfstest.NeedFUSE(t)
+	base := t.TempDir()
+	root := filepath.Join(base, "state")
+	mnts := []string{filepath.Join(base, "a"), filepath.Join(base, "b"), filepath.Join(base, "c")}
+	for _, m := range mnts {
+		if err := os.Mkdir(m, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, _ := lcBackground(t, "", root, mnts[0])
+	second, _ := lcBackground(t, "", root, mnts[1])
+	if err := os.WriteFile(filepath.Join(mnts[0], "workspaces", "probe"), []byte("probe"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lcUmount(t, mnts[0], first)
+	probe := filepath.Join(mnts[1], "workspaces", "probe")
+	// The second mount redials with a backoff before it takes over:
+	// until then its calls fail with EHOSTDOWN.
+	var last error
+	if !testenv.Poll(10*time.Second, func() bool { last = readProbe(probe, "after the first mount's umount"); return last == nil }) {
+		t.Errorf("the attached mount never served the tree once its daemon was gone: %v", last)
+	}
+	third, _ := lcBackground(t, "", root, mnts[2])
+	if err := readProbe(filepath.Join(mnts[2], "workspaces", "probe"), "through a third mount"); err != nil {
+		t.Error(err)
+	}
+	lcUmount(t, mnts[2], third)
+	lcUmount(t, mnts[1], second)
 }

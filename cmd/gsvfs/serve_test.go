@@ -123,7 +123,7 @@ func TestServeRefusesBadListeners(t *testing.T) {
 func TestServeRefusesSecondServer(t *testing.T) {
 	d, _ := startServe(t)
 	out, err := exec.Command(binary, "serve", "--root", d.Root).CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "already listening") {
+	if err == nil || !strings.Contains(string(out), "already serves") {
 		t.Errorf("second serve: got %v, %q; want it refused", err, out)
 	}
 }
