@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	gsvfsd "github.com/gsvfs/gsvfs/internal/daemon" // not "daemon": the tests have a type of that name
 	"github.com/gsvfs/gsvfs/sysfs"
@@ -209,11 +210,44 @@ func waitUnmount(m *fusefs.Mount, sigs <-chan os.Signal, leave func()) {
 	case <-done:
 		slog.Info("mount gone; exiting", "mountpoint", m.Dir)
 		leave()
+	case <-mountLeft(m.Dir):
+		// Unmounted here by someone else (umount, fusermount3 -u): the
+		// copies in the sessions' namespaces keep the mount up until
+		// they end, with the daemon serving nobody it was mounted for.
+		slog.Info("unmounted; ending the sessions, whose namespaces hold the mount", "mountpoint", m.Dir)
+		leave()
+		<-done
+		slog.Info("mount gone; exiting", "mountpoint", m.Dir)
 	case sig := <-sigs:
 		slog.Info("unmounting", "signal", sig.String(), "mountpoint", m.Dir)
 		leave()
 		unmountOrDetach(m)
 	}
+}
+
+// mountLeft is closed once the gsvfs mount at dir has left this
+// process's mount namespace. The kernel wakes a poll of mountinfo at every
+// change of the namespace's mounts; where it cannot be watched, the
+// channel is never closed.
+func mountLeft(dir string) <-chan struct{} {
+	left := make(chan struct{})
+	id := fusefs.MountID(dir)
+	info, err := os.Open("/proc/self/mountinfo")
+	if id == 0 || err != nil {
+		slog.Warn("cannot watch the mount table; an unmount by others ends the daemon only once the sessions end", "mountpoint", dir, "err", err)
+		return left
+	}
+	go func() {
+		defer info.Close()
+		for fusefs.HasMount(id) {
+			fds := []unix.PollFd{{Fd: int32(info.Fd()), Events: unix.POLLPRI}}
+			if _, err := unix.Poll(fds, -1); err != nil && err != unix.EINTR {
+				return
+			}
+		}
+		close(left)
+	}()
+	return left
 }
 
 // unmountOrDetach unmounts, lazily if files are still open, so the daemon

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -133,4 +134,31 @@ func TestLifecycleAttachedMountTakesOver(t *testing.T) {
 	}
 	lcUmount(t, mnts[2], third)
 	lcUmount(t, mnts[1], second)
+}
+
+// TestLifecycleUnmountedWithSessions unmounts a mount with umount(2), as
+// umount(8) or fusermount3 -u would, while a session runs: the session's
+// mount namespace holds a copy of the mount, so the daemon must end the
+// sessions itself once its mount has left its namespace, and exit,
+// rather than serve the copies for as long as the session lives.
+func TestLifecycleUnmountedWithSessions(t *testing.T) {
+	d := startMount(t)
+	session := d.Path("proc/long")
+	if err := os.Mkdir(session, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(session, "ctl"), []byte("exec sleep 300\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Unmount(d.Mnt, 0); err != nil {
+		t.Fatalf("umount %s: %v", d.Mnt, err)
+	}
+	select {
+	case err := <-d.done:
+		if err != nil {
+			t.Errorf("the daemon exited with %v after its mount was unmounted\n%s", err, d.log)
+		}
+	case <-time.After(10 * time.Second):
+		t.Errorf("the daemon still runs 10 s after its mount was unmounted, want it gone\n%s", d.log)
+	}
 }
