@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,6 +17,24 @@ import (
 	"github.com/gsvfs/gsvfs/vfs/ninep"
 )
 
+// Invariants of the runtime directory and the claim, each checked by the
+// test named:
+//
+//  1. One process at most serves a state directory: it holds the claim
+//     for as long as it runs (TestServeRefusesSecondServer,
+//     TestClaimRoot).
+//  2. gsvfs umount returns once the mount's daemon has exited, so the
+//     state directory is free then (TestLifecycleRemountLoop).
+//  3. A daemon stops answering on its socket before it lets go of the
+//     claim, and a mount attaches only to a daemon that answers: never to
+//     one leaving (TestLifecycleRemountLoop).
+//  4. A mount attached to a daemon that is gone serves the state
+//     directory itself once the claim is free
+//     (TestLifecycleAttachedMountTakesOver).
+//  5. Nothing that needs a socket or a lock is in the state directory
+//     (TestStateDirOnSSHFS); the runtime directory is its user's alone
+//     (TestPrepareRuntime).
+//
 // The runtime directory holds what lives only as long as a daemon: the
 // 9P socket of a state directory, the lock that says which process serves
 // it, and each mount's pid. It is a local directory of the user's
@@ -26,11 +45,15 @@ import (
 // for a socket's path whatever the state directory's length.
 
 // RuntimeBase is the user's runtime directory for gsvfs: /run/gsvfs for
-// root, $XDG_RUNTIME_DIR/gsvfs for others, and without XDG_RUNTIME_DIR
-// (su, runuser, cron) gsvfs-UID in the temporary directory, as tmux does.
+// root (/var/run/gsvfs where there is no /run, as on macOS),
+// $XDG_RUNTIME_DIR/gsvfs for others, and without XDG_RUNTIME_DIR (su,
+// runuser, cron) gsvfs-UID in the temporary directory, as tmux does.
 func RuntimeBase() string {
-	if os.Geteuid() == 0 {
+	if os.Geteuid() == 0 && runtime.GOOS == "linux" {
 		return "/run/gsvfs"
+	}
+	if os.Geteuid() == 0 {
+		return "/var/run/gsvfs"
 	}
 	if d := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(d) {
 		return filepath.Join(d, "gsvfs")
