@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -26,8 +27,8 @@ import (
 const remountRounds = 50
 
 // TestLifecycleRemountLoop runs `gsvfs umount M; gsvfs mount M` 50 times
-// with no pause. Each time the daemon that served M must be gone when
-// umount returns, and the new mount must read a file right away and
+// with no pause, as root. Each time the daemon that served M must be gone
+// when umount returns, and the new mount must read a file right away and
 // again once the old daemon is surely gone; every tenth round reads once
 // more 2 s later, as the issue's loop does each time (every round would
 // add 100 s to the suite). A new mount that attached to the leaving
@@ -39,14 +40,56 @@ func TestLifecycleRemountLoop(t *testing.T) {
 	if err := os.Mkdir(mnt, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	pid, _ := lcBackground(t, "", root, mnt)
-	probe := filepath.Join(mnt, "workspaces", "probe")
-	if err := os.WriteFile(probe, []byte("probe"), 0o644); err != nil {
+	remountLoop(t, root, mnt, remountRounds, func(args ...string) lcResult { return lcGsvfs(t, "", args...) }, os.ReadFile)
+}
+
+// TestLifecycleRemountLoopUser is the loop of TestLifecycleRemountLoop,
+// 10 rounds, as an ordinary user: unmounts through fusermount3, and the
+// runtime directory in the user's temporary directory.
+func TestLifecycleRemountLoopUser(t *testing.T) {
+	vfstest.NeedFUSE(t)
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED: needs root to run gsvfs as another user")
+	}
+	openDevFuseToAll(t)
+	base, home, bin := ordinaryUser(t)
+	u := &userMount{base: base, home: home}
+	root, mnt := filepath.Join(home, "state"), filepath.Join(base, "mnt")
+	userDir(t, mnt)
+	gsvfs := func(args ...string) lcResult { return lcGsvfsAs(t, home, bin, u.env(), userCred(), args...) }
+	// The user's mount admits the user alone, not root: the user reads.
+	read := func(p string) ([]byte, error) {
+		cat := exec.Command("cat", p)
+		cat.SysProcAttr = &syscall.SysProcAttr{Credential: userCred()}
+		return cat.Output()
+	}
+	remountLoop(t, root, mnt, 10, gsvfs, read)
+}
+
+// remountLoop mounts root at mnt with gsvfs, then unmounts and mounts it
+// again rounds times (remountRound), and unmounts it; read reads a file
+// of the mount.
+func remountLoop(t *testing.T, root, mnt string, rounds int, gsvfs func(args ...string) lcResult, read func(string) ([]byte, error)) {
+	pid, err := remountMount(gsvfs, root, mnt)
+	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { syscall.Unmount(mnt, syscall.MNT_DETACH) })
+	// Written on the disk: the mount's watch shows it.
+	if err := os.WriteFile(filepath.Join(root, "workspaces", "probe"), []byte("probe"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	probe := func(when string) error {
+		p := filepath.Join(mnt, "workspaces", "probe")
+		got, err := read(p)
+		if err != nil || string(got) != "probe" {
+			return fmt.Errorf("read %s %s: got %q, %v, want \"probe\"", p, when, got, err)
+		}
+		return nil
+	}
 	var failed []string
-	for i := range remountRounds {
-		next, err := remountRound(t, root, mnt, probe, pid, i%10 == 9)
+	for i := range rounds {
+		next, err := remountRound(gsvfs, root, mnt, probe, pid, i%10 == 9)
 		if err != nil {
 			failed = append(failed, fmt.Sprintf("round %d: %v", i+1, err))
 		}
@@ -56,38 +99,48 @@ func TestLifecycleRemountLoop(t *testing.T) {
 		pid = next
 	}
 	if len(failed) > 0 {
-		t.Errorf("%d of %d remounts failed, want none:\n%s", len(failed), remountRounds, strings.Join(failed, "\n"))
+		t.Errorf("%d of %d remounts failed, want none:\n%s", len(failed), rounds, strings.Join(failed, "\n"))
 	}
-	lcUmount(t, mnt, pid)
+	if r := gsvfs("umount", mnt); r.code != 0 || !lcPidGone(pid, 0) {
+		t.Errorf("the last gsvfs umount: exit status %d, %s; daemon pid %d gone: %v, want it gone", r.code, r.stderr, pid, lcPidGone(pid, 0))
+	}
 }
 
-// remountRound unmounts mnt, whose daemon is pid, mounts root there again at once
-// and reads probe through the new mount: at once, after the old daemon
-// has exited and, if late, 2 s later. It returns the new daemon's pid (0
-// if the mount failed) and what went wrong.
-func remountRound(t *testing.T, root, mnt, probe string, pid int, late bool) (int, error) {
-	t.Helper()
-	if r := lcGsvfs(t, "", "umount", mnt); r.code != 0 {
+// remountMount mounts root at mnt in the background and returns the
+// daemon's pid.
+func remountMount(gsvfs func(args ...string) lcResult, root, mnt string) (int, error) {
+	r := gsvfs("mount", "--root", root, mnt)
+	m := lcServingLine.FindStringSubmatch(r.stdout)
+	if r.code != 0 || m == nil {
+		return 0, fmt.Errorf("gsvfs mount: exit status %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	return strconv.Atoi(m[3])
+}
+
+// remountRound unmounts mnt, whose daemon is pid, mounts root there
+// again at once and reads the probe file through the new mount: at once, after
+// the old daemon has exited and, if late, 2 s later. It returns the new
+// daemon's pid (0 if the mount failed) and what went wrong.
+func remountRound(gsvfs func(args ...string) lcResult, root, mnt string, probe func(when string) error, pid int, late bool) (int, error) {
+	if r := gsvfs("umount", mnt); r.code != 0 {
 		return 0, fmt.Errorf("gsvfs umount: exit status %d: %s", r.code, r.stderr)
 	}
 	var errs []error
 	if !lcPidGone(pid, 0) {
 		errs = append(errs, fmt.Errorf("daemon pid %d still running when gsvfs umount returned, want it gone", pid))
 	}
-	r := lcGsvfs(t, "", "mount", "--root", root, mnt)
-	m := lcServingLine.FindStringSubmatch(r.stdout)
-	if r.code != 0 || m == nil {
-		return 0, errors.Join(append(errs, fmt.Errorf("gsvfs mount: exit status %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr))...)
+	next, err := remountMount(gsvfs, root, mnt)
+	if err != nil {
+		return 0, errors.Join(append(errs, err)...)
 	}
-	next, _ := strconv.Atoi(m[3])
-	errs = append(errs, readProbe(probe, "right after mounting"))
+	errs = append(errs, probe("right after mounting"))
 	if !lcPidGone(pid, 10*time.Second) {
 		errs = append(errs, fmt.Errorf("old daemon pid %d still running 10 s after umount", pid))
 	}
-	errs = append(errs, readProbe(probe, "once the old daemon had exited"))
+	errs = append(errs, probe("once the old daemon had exited"))
 	if late {
 		time.Sleep(2 * time.Second)
-		errs = append(errs, readProbe(probe, "2 s later"))
+		errs = append(errs, probe("2 s later"))
 	}
 	return next, errors.Join(errs...)
 }
