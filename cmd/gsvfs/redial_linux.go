@@ -9,6 +9,7 @@ import (
 	"os"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/gsvfs/gsvfs/internal/client"
 	gsvfsd "github.com/gsvfs/gsvfs/internal/daemon" // not "daemon": the tests have a type of that name
@@ -102,8 +103,9 @@ func (r *redialer) keep(c *ninep.Client) {
 // current one), the tree is taken over, or close (nil for both).
 func (r *redialer) redial() *ninep.Client {
 	var b relink.Backoff
+	lost := time.Now()
 	for {
-		if r.tryTakeOver() {
+		if time.Since(lost) >= takeOverAfter && r.tryTakeOver() {
 			return nil
 		}
 		b.Wait(r.ctx)
@@ -119,6 +121,12 @@ func (r *redialer) redial() *ninep.Client {
 		slog.Log(r.ctx, b.Failed(err), "redialling the 9P server failed", "server", r.a.String(), "err", err)
 	}
 }
+
+// takeOverAfter is how long an attached mount's server must have been
+// away before the mount serves the state directory itself: a server that
+// restarts (systemctl restart) is back by then, and finds its state
+// directory free.
+const takeOverAfter = 2 * time.Second
 
 // tryTakeOver serves the tree here if the mount may and its state
 // directory is free, and reports whether it does now.
