@@ -46,19 +46,33 @@ import (
 
 // RuntimeBase is the user's runtime directory for gsvfs: /run/gsvfs for
 // root (/var/run/gsvfs where there is no /run, as on macOS),
-// $XDG_RUNTIME_DIR/gsvfs for others, and without XDG_RUNTIME_DIR (su,
-// runuser, cron) gsvfs-UID in the temporary directory, as tmux does.
+// $XDG_RUNTIME_DIR/gsvfs for others. Without XDG_RUNTIME_DIR (su,
+// runuser, cron) it is the one systemd makes, /run/user/UID/gsvfs, if
+// the user has it, so that a umount or a mount run from cron finds the
+// daemon of one run from a login; else gsvfs-UID in the temporary
+// directory, as tmux does.
 func RuntimeBase() string {
-	if os.Geteuid() == 0 && runtime.GOOS == "linux" {
+	uid := os.Geteuid()
+	if uid == 0 && runtime.GOOS == "linux" {
 		return "/run/gsvfs"
 	}
-	if os.Geteuid() == 0 {
+	if uid == 0 {
 		return "/var/run/gsvfs"
 	}
 	if d := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(d) {
 		return filepath.Join(d, "gsvfs")
 	}
-	return filepath.Join(os.TempDir(), "gsvfs-"+strconv.Itoa(os.Geteuid()))
+	user := filepath.Join("/run/user", strconv.Itoa(uid))
+	if fi, err := os.Lstat(user); err == nil && fi.IsDir() && ownedBy(fi, uid) {
+		return filepath.Join(user, "gsvfs")
+	}
+	return filepath.Join(os.TempDir(), "gsvfs-"+strconv.Itoa(uid))
+}
+
+// ownedBy reports whether the file of fi is uid's.
+func ownedBy(fi fs.FileInfo, uid int) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == uid
 }
 
 // pathKey names a path in the runtime directory by a hash of it.
@@ -99,8 +113,7 @@ func prepareRuntime(dir string) error {
 		if err != nil {
 			return fmt.Errorf("runtime directory: %w", err)
 		}
-		st, ok := fi.Sys().(*syscall.Stat_t)
-		if !fi.IsDir() || !ok || int(st.Uid) != os.Geteuid() || fi.Mode().Perm()&0o077 != 0 {
+		if !fi.IsDir() || !ownedBy(fi, os.Geteuid()) || fi.Mode().Perm()&0o077 != 0 {
 			return fmt.Errorf("runtime directory %s must be a directory of uid %d's alone (mode 0700)", d, os.Geteuid())
 		}
 	}
