@@ -226,9 +226,11 @@ func waitUnmount(m *fusefs.Mount, sigs <-chan os.Signal, leave func()) {
 }
 
 // mountLeft is closed once the gsvfs mount at dir has left this
-// process's mount namespace. The kernel wakes a poll of mountinfo at every
-// change of the namespace's mounts; where it cannot be watched, the
-// channel is never closed.
+// process's mount namespace. The kernel wakes a poll of mountinfo at
+// changes of the namespace's mounts, but not at every one: an unmount
+// right after a session's clone of the namespace has been seen to leave
+// the poll asleep (Linux 6.18), so the table is read every second too.
+// Where there is no table, the channel is never closed.
 func mountLeft(dir string) <-chan struct{} {
 	left := make(chan struct{})
 	id := fusefs.MountID(dir)
@@ -241,7 +243,8 @@ func mountLeft(dir string) <-chan struct{} {
 		defer info.Close()
 		for fusefs.HasMount(id) {
 			fds := []unix.PollFd{{Fd: int32(info.Fd()), Events: unix.POLLPRI}}
-			if _, err := unix.Poll(fds, -1); err != nil && err != unix.EINTR {
+			if _, err := unix.Poll(fds, 1000); err != nil && err != unix.EINTR {
+				slog.Warn("watching the mount table failed", "err", err)
 				return
 			}
 		}

@@ -189,29 +189,54 @@ func TestLifecycleAttachedMountTakesOver(t *testing.T) {
 	lcUmount(t, mnts[1], second)
 }
 
-// TestLifecycleUnmountedWithSessions unmounts a mount with umount(2), as
-// umount(8) or fusermount3 -u would, while a session runs: the session's
-// mount namespace holds a copy of the mount, so the daemon must end the
-// sessions itself once its mount has left its namespace, and exit,
-// rather than serve the copies for as long as the session lives.
+// TestLifecycleUnmountedWithSessions unmounts a mount while a session
+// runs, with umount(2) as umount(8) or fusermount3 -u would, and with
+// gsvfs umount: the session's mount namespace holds a copy of the mount,
+// so the daemon must end the sessions itself once its mount has left its
+// namespace, and exit, rather than serve the copies for as long as the
+// session lives; gsvfs umount returns once it has.
 func TestLifecycleUnmountedWithSessions(t *testing.T) {
-	d := startMount(t)
-	session := d.Path("proc/long")
+	t.Run("umount(2)", func(t *testing.T) {
+		d := startMount(t)
+		longSession(t, d.Mnt)
+		if err := syscall.Unmount(d.Mnt, 0); err != nil {
+			t.Fatalf("umount %s: %v", d.Mnt, err)
+		}
+		select {
+		case err := <-d.done:
+			if err != nil {
+				t.Errorf("the daemon exited with %v after its mount was unmounted\n%s", err, d.log)
+			}
+		case <-time.After(10 * time.Second):
+			t.Errorf("the daemon still runs 10 s after its mount was unmounted, want it gone\n%s", d.log)
+		}
+	})
+	t.Run("gsvfs umount", func(t *testing.T) {
+		vfstest.NeedFUSE(t)
+		base := t.TempDir()
+		root, mnt := filepath.Join(base, "state"), filepath.Join(base, "mnt")
+		if err := os.Mkdir(mnt, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		pid, _ := lcBackground(t, "", root, mnt)
+		longSession(t, mnt)
+		if r := lcGsvfs(t, "", "umount", mnt); r.code != 0 {
+			t.Fatalf("gsvfs umount: exit status %d: %s", r.code, r.stderr)
+		}
+		if !lcPidGone(pid, 0) {
+			t.Errorf("daemon pid %d still running when gsvfs umount returned, want it gone", pid)
+		}
+	})
+}
+
+// longSession starts a session running for minutes in the mount at mnt.
+func longSession(t *testing.T, mnt string) {
+	t.Helper()
+	session := filepath.Join(mnt, "proc", "long")
 	if err := os.Mkdir(session, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(session, "ctl"), []byte("exec sleep 300\n"), 0o644); err != nil {
 		t.Fatal(err)
-	}
-	if err := syscall.Unmount(d.Mnt, 0); err != nil {
-		t.Fatalf("umount %s: %v", d.Mnt, err)
-	}
-	select {
-	case err := <-d.done:
-		if err != nil {
-			t.Errorf("the daemon exited with %v after its mount was unmounted\n%s", err, d.log)
-		}
-	case <-time.After(10 * time.Second):
-		t.Errorf("the daemon still runs 10 s after its mount was unmounted, want it gone\n%s", d.log)
 	}
 }

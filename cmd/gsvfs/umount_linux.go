@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -32,33 +31,27 @@ func umountCommand() *cobra.Command {
 	}
 }
 
-// unmountAndWait has the daemon serving the mount at dir unmount it and
-// exit, as a SIGTERM makes it (it ends its sessions first, whose mount
-// namespaces hold copies of the mount), and returns once it has exited:
-// then it holds no state directory, and a mount made next serves it
-// afresh. A mount whose daemon is gone (killed), or is not this user's
-// to know, is unmounted here.
+// unmountAndWait unmounts the gsvfs mount at dir and, as systemctl stop
+// does, waits for the daemon that served it to exit: then it holds no
+// state directory, and a mount made next serves it afresh. The daemon
+// sees its mount go (or leave its namespace, while sessions hold copies
+// of it) and ends. Like umount(8), it fails, leaving the daemon be, while
+// a process uses the mount. A mount whose daemon is gone (killed), or is
+// not this user's to know, is only unmounted.
 func unmountAndWait(dir string) error {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return err
 	}
-	if !slices.Contains(fusefs.Mounts(), abs) {
-		return fusefs.Unmount(dir) // which says what dir is instead
-	}
 	pid, pidfd, ok := daemonOf(abs)
-	if !ok {
-		return fusefs.Unmount(dir)
+	if ok {
+		defer unix.Close(pidfd)
 	}
-	defer unix.Close(pidfd)
-	if err := unix.PidfdSendSignal(pidfd, unix.SIGTERM, nil, 0); err != nil {
-		return fmt.Errorf("stop the daemon of %s (pid %d): %w", dir, pid, err)
+	if err := fusefs.Unmount(dir); err != nil || !ok {
+		return err
 	}
 	if !waitExit(pidfd, umountWait) {
-		return fmt.Errorf("the daemon of %s (pid %d) has not exited %v after SIGTERM; see its log", dir, pid, umountWait)
-	}
-	if slices.Contains(fusefs.Mounts(), abs) {
-		return fusefs.Unmount(dir) // the daemon could not
+		return fmt.Errorf("%s is unmounted, but its daemon (pid %d) has not exited %v later; see its log", dir, pid, umountWait)
 	}
 	return nil
 }
