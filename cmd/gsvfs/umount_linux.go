@@ -19,7 +19,7 @@ const umountWait = 30 * time.Second
 func umountCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "umount MOUNTPOINT",
-		Short: "unmount a gsvfs mount; the daemon serving it exits, and umount waits for it",
+		Short: "unmount a gsvfs mount and wait for the daemon serving it to exit",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := unmountAndWait(args[0]); err != nil {
