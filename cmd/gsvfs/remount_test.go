@@ -229,14 +229,21 @@ func TestLifecycleUnmountedWithSessions(t *testing.T) {
 	})
 }
 
-// longSession starts a session running for minutes in the mount at mnt.
+// longSession starts a session running for minutes in the mount at mnt,
+// and returns once its shell's profile is done: a profile killed halfway
+// may leave its locks behind (pyenv's rehash does), for every later login
+// shell of the machine to wait on.
 func longSession(t *testing.T, mnt string) {
 	t.Helper()
 	session := filepath.Join(mnt, "proc", "long")
 	if err := os.Mkdir(session, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(session, "ctl"), []byte("exec sleep 300\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(session, "ctl"), []byte("exec echo started && sleep 300\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	testenv.Eventually(t, 60*time.Second, "the session's command started", func() (bool, string) {
+		out, err := os.ReadFile(filepath.Join(session, "stdout"))
+		return err == nil && strings.Contains(string(out), "started"), string(out)
+	})
 }
