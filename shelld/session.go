@@ -88,7 +88,8 @@ func (st Status) Ended() bool {
 //     it needs under mu, lets go, and then takes rd (Screen, run).
 //
 // scr is an atomic pointer, set once under rd and read without a lock.
-// reap is a sync.Once. The Logs guard themselves.
+// reap is a sync.Once; ids is taken before mu, never under another lock.
+// The Logs guard themselves.
 type Session struct {
 	id  string
 	cfg *Config
@@ -147,6 +148,12 @@ type Session struct {
 	wmu  sync.Mutex             // one write to the terminal at a time, with its records; before rd
 	scr  atomic.Pointer[screen] // made on the first look (screen.go), under rd
 	reap sync.Once              // the exited process is reaped once (release)
+	// ids guards idsFree: the process was reaped as it exited, its
+	// process group and terminal session empty (reapIfAlone), so its
+	// pid, group and session ids may name a stranger now and nothing
+	// signals them. Taken before mu.
+	ids     sync.Mutex
+	idsFree bool
 }
 
 func newSession(id string, cfg *Config) *Session {
@@ -419,6 +426,7 @@ func (s *Session) run(errs *os.File) {
 	s.out.Close()
 	s.err.Close()
 	close(s.done)
+	s.reapIfAlone()
 	<-drained
 	s.tty.Close()
 	<-errDrained
@@ -576,6 +584,25 @@ func (s *Session) release() {
 	}
 }
 
+// reapIfAlone reaps the exited process at once if nothing is left in its
+// process group or terminal session: then no id of it can name anything
+// the session started, and keeping the zombie until the session is
+// forgotten (a cron job's every minute, for the retention time) would only
+// pile zombies up. A session that left processes behind keeps its zombie,
+// and so its ids, as exit_linux.go says.
+func (s *Session) reapIfAlone() {
+	s.mu.Lock()
+	cmd := s.cmd
+	s.mu.Unlock()
+	s.ids.Lock()
+	defer s.ids.Unlock()
+	if len(sessionPids(cmd.Process.Pid)) > 0 {
+		return
+	}
+	s.reap.Do(func() { cmd.Wait() })
+	s.idsFree = true
+}
+
 // expire ends a command past its timeout: SIGTERM to its process group,
 // then SIGKILL after the grace time.
 func (s *Session) expire() {
@@ -623,6 +650,11 @@ func (s *Session) Kill() {
 	if s.signalGroup(syscall.SIGKILL) == nil {
 		<-s.done
 	}
+	s.ids.Lock()
+	defer s.ids.Unlock()
+	if s.idsFree {
+		return // nothing was left of it
+	}
 	if s.scanNeeded() {
 		killSession(leader)
 		return
@@ -656,7 +688,9 @@ func (s *Session) end() {
 	s.Kill()
 	leader := s.pid()
 	s.release()
-	if leader == 0 {
+	s.ids.Lock()
+	defer s.ids.Unlock()
+	if leader == 0 || s.idsFree {
 		return
 	}
 	// Killed members are gone in a moment; but a member whose new parent

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/gsvfs/gsvfs/devices"
+	gsvfsd "github.com/gsvfs/gsvfs/internal/daemon" // not "daemon": the tests have a type of that name
 )
 
 // /sys/config: a write applies at once and outlives a restart; a bad
@@ -27,7 +28,7 @@ func TestSysConfig(t *testing.T) {
 		return d
 	}
 	srv := serve()
-	m := mountServer(t, "unix:"+filepath.Join(root, "gsvfs.sock"))
+	m := mountServer(t, "unix:"+gsvfsd.Socket(root).Addr)
 	cfg := m.Path("sys/config")
 	if err := os.WriteFile(filepath.Join(cfg, "session-retention"), []byte("7m\n"), 0o644); err != nil {
 		t.Fatalf("writing session-retention: %v", err)
@@ -52,7 +53,7 @@ func TestSysConfig(t *testing.T) {
 	m.stop(t)
 	srv.stop(t)
 	serve()
-	m = mountServer(t, "unix:"+filepath.Join(root, "gsvfs.sock"))
+	m = mountServer(t, "unix:"+gsvfsd.Socket(root).Addr)
 	if b, _ := os.ReadFile(m.Path("sys/config/session-retention")); string(b) != "7m0s\n" {
 		t.Errorf("session-retention after a restart: %q, want 7m0s", b)
 	}

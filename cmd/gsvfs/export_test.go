@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	gsvfsd "github.com/gsvfs/gsvfs/internal/daemon" // not "daemon": the tests have a type of that name
 	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/vfs"
 	"github.com/gsvfs/gsvfs/vfs/ninep"
@@ -170,10 +171,13 @@ func TestExportHidesPrivateState(t *testing.T) {
 		t.Errorf("the gateway's key through its own namespace bind: %v, want ENOENT", err)
 	}
 
-	// A bind of the private part itself is refused with a clear error.
-	for _, bind := range []string{filepath.Join(root, "private"), root} {
+	// A bind of the private part itself is refused with a clear error
+	// (of a state directory no daemon serves: a second daemon of one is
+	// refused before it looks at its binds).
+	other := filepath.Join(t.TempDir(), "state")
+	for _, bind := range []string{filepath.Join(other, "private"), other} {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		out, err := exec.CommandContext(ctx, binary, "serve", "--root", root, "--listen", "unix:"+filepath.Join(t.TempDir(), "s"),
+		out, err := exec.CommandContext(ctx, binary, "serve", "--root", other, "--listen", "unix:"+filepath.Join(t.TempDir(), "s"),
 			"--bind", bind+":/workspaces/p").CombinedOutput()
 		cancel()
 		if err == nil || !strings.Contains(string(out), "private state") {
@@ -340,7 +344,7 @@ func TestExportHidesOtherDevices(t *testing.T) {
 	g := startGateway(t)
 	dRoot := filepath.Join(t.TempDir(), "d")
 	d := g.join(t, dRoot, "d", nil, "--join", g.token(t, "d"), "--listen", "tls:127.0.0.1:0")
-	dSock := ninep.Address{Network: "unix", Addr: filepath.Join(d.Root, "gsvfs.sock")}
+	dSock := gsvfsd.Socket(d.Root)
 	xRoot := filepath.Join(t.TempDir(), "x")
 	writeFiles(t, filepath.Join(xRoot, "workspaces"), "x-only")
 	xTok := joinToken(t, dRoot, "x", "127.0.0.1:"+gatewayPort(t, dRoot))

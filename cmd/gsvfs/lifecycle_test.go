@@ -48,10 +48,20 @@ type lcResult struct {
 // must not hold its output open: the run ends when gsvfs itself exits.
 func lcGsvfs(t *testing.T, dir string, args ...string) lcResult {
 	t.Helper()
+	return lcGsvfsAs(t, dir, binary, nil, nil, args...)
+}
+
+// lcGsvfsAs is lcGsvfs running the gsvfs binary bin with the environment
+// env and as the user of cred (nil: this process's).
+func lcGsvfsAs(t *testing.T, dir, bin string, env []string, cred *syscall.Credential, args ...string) lcResult {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, args...)
-	cmd.Dir = dir
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir, cmd.Env = dir, env
+	if cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.WaitDelay = 2 * time.Second

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	gsvfsd "github.com/gsvfs/gsvfs/internal/daemon" // not "daemon": the tests have a type of that name
 	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/vfs/vfstest"
 )
@@ -444,7 +445,7 @@ func TestNinepLocksCrossDisk(t *testing.T) {
 	_, disk := lockFile(t, d, "ninep")
 	host := newLockAgent(t, "host")
 	hfd := host.open(disk)
-	c := floodConn(t, filepath.Join(d.Root, "gsvfs.sock"), "ninep") // fid 2, open for reading
+	c := floodConn(t, gsvfsd.Socket(d.Root).Addr, "ninep") // fid 2, open for reading
 	rpc := func(typ uint8, tag uint16, body ...[]byte) (uint8, []byte) {
 		t.Helper()
 		return rpc9(t, c, typ, tag, body...)
@@ -534,7 +535,7 @@ func TestNinepLocksRogueClient(t *testing.T) {
 	d := launch(t, &daemon{Root: root, Mnt: mnt, prefix: fileLimited(t, 4096)}, "mount", "--foreground", "--root", root, mnt)
 	t.Cleanup(func() { d.stop(t) })
 	lockFile(t, d, "rogue")
-	c := floodConn(t, filepath.Join(d.Root, "gsvfs.sock"), "rogue") // fid 2, open for reading
+	c := floodConn(t, gsvfsd.Socket(d.Root).Addr, "rogue") // fid 2, open for reading
 	lock := func(typ uint8, start, length uint64, proc uint32) string {
 		t.Helper()
 		if _, err := c.Write(floodFrame(52, 1, le32(2), []byte{typ}, le32(0), le64(start), le64(length), le32(proc), str9("rogue"))); err != nil {
@@ -583,7 +584,7 @@ func TestNinepLocksRogueClient(t *testing.T) {
 	}
 	// The clunk gave every description back: a new connection's owners
 	// lock as many again.
-	c = floodConn(t, filepath.Join(d.Root, "gsvfs.sock"), "rogue")
+	c = floodConn(t, gsvfsd.Socket(d.Root).Addr, "rogue")
 	for p := uint32(1); p < proc; p++ {
 		if got := lock(0, 0, 0, p); got != "success" {
 			t.Fatalf("after the clunk, read lock of proc %d: %s", p, got)

@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	gsvfsd "github.com/gsvfs/gsvfs/internal/daemon" // not "daemon": the tests have a type of that name
 	"github.com/gsvfs/gsvfs/sysfs"
@@ -116,12 +117,17 @@ func serveMount(stdout io.Writer, f mountFlags, mountpoint string) (err error) {
 	if err := fusefs.Prepare(mountpoint); err != nil {
 		return err
 	}
+	pidFile, err := recordMount(mountpoint)
+	if err != nil {
+		return err
+	}
+	defer pidFile.Close()
 	stopProfile, err := startCPUProfile(f.cpuProfile)
 	if err != nil {
 		return err
 	}
 	defer stopProfile()
-	src, err := openSource(f)
+	src, err := openSource(f, mountpoint)
 	if err != nil {
 		return err
 	}
@@ -155,8 +161,20 @@ func serveMount(stdout io.Writer, f mountFlags, mountpoint string) (err error) {
 	slog.Info("serving", "tree", src.name, "mountpoint", mountpoint, "pid", os.Getpid())
 	fmt.Fprintf(stdout, "gsvfs: serving %s at %s (pid %d)\n", src.name, mountpoint, os.Getpid())
 	report(nil)
-	waitUnmount(m, sigs, src.endSessions)
+	waitUnmount(m, sigs, src.leave)
 	return nil
+}
+
+// recordMount records this process as the server of the mount at
+// mountpoint, for gsvfs umount, until it exits. A daemon that served
+// there before and is still leaving is waited for first, as umount
+// waits for it.
+func recordMount(mountpoint string) (*os.File, error) {
+	if !gsvfsd.WaitMountServer(mountpoint, umountWait) {
+		pid, _ := gsvfsd.MountServer(mountpoint)
+		return nil, fmt.Errorf("mount point %s is still served by pid %d; run gsvfs umount %s first", mountpoint, pid, mountpoint)
+	}
+	return gsvfsd.MountPid(mountpoint)
 }
 
 // fewerProcs runs the FUSE daemon's Go code on half the CPUs (at least
@@ -181,23 +199,58 @@ func fewerProcs() {
 
 // waitUnmount serves until the mount is gone; SIGINT, SIGTERM or SIGHUP
 // (on sigs) unmounts first, lazily if files are still open so the daemon
-// can always exit, after ending the sessions (before, when not nil): a
-// session's mount namespace holds a copy of the mount, which would keep
-// it up. A lost 9P server does not end it: the tree waits for the server
-// to come back.
-func waitUnmount(m *fusefs.Mount, sigs <-chan os.Signal, before func()) {
+// can always exit. Either way leave comes first: the daemon stops
+// answering other mounts, and ends the sessions, whose mount namespaces
+// hold copies of the mount that would keep it up. A lost 9P server does
+// not end it: the tree waits for the server to come back.
+func waitUnmount(m *fusefs.Mount, sigs <-chan os.Signal, leave func()) {
 	done := make(chan struct{})
 	go func() { m.Wait(); close(done) }()
 	select {
 	case <-done:
 		slog.Info("mount gone; exiting", "mountpoint", m.Dir)
+		leave()
+	case <-mountLeft(m.Dir):
+		// Unmounted here by someone else (umount, fusermount3 -u): the
+		// copies in the sessions' namespaces keep the mount up until
+		// they end, with the daemon serving nobody it was mounted for.
+		slog.Info("unmounted; ending the sessions, whose namespaces hold the mount", "mountpoint", m.Dir)
+		leave()
+		<-done
+		slog.Info("mount gone; exiting", "mountpoint", m.Dir)
 	case sig := <-sigs:
 		slog.Info("unmounting", "signal", sig.String(), "mountpoint", m.Dir)
-		if before != nil {
-			before()
-		}
+		leave()
 		unmountOrDetach(m)
 	}
+}
+
+// mountLeft is closed once the gsvfs mount at dir has left this
+// process's mount namespace. The kernel wakes a poll of mountinfo at
+// changes of the namespace's mounts, but not at every one: an unmount
+// right after a session's clone of the namespace has been seen to leave
+// the poll asleep (Linux 6.18), so the table is read every second too.
+// Where there is no table, the channel is never closed.
+func mountLeft(dir string) <-chan struct{} {
+	left := make(chan struct{})
+	id := fusefs.MountID(dir)
+	info, err := os.Open("/proc/self/mountinfo")
+	if id == 0 || err != nil {
+		slog.Warn("cannot watch the mount table; an unmount by others ends the daemon only once the sessions end", "mountpoint", dir, "err", err)
+		return left
+	}
+	go func() {
+		defer info.Close()
+		for fusefs.HasMount(id) {
+			fds := []unix.PollFd{{Fd: int32(info.Fd()), Events: unix.POLLPRI}}
+			if _, err := unix.Poll(fds, 1000); err != nil && err != unix.EINTR {
+				slog.Warn("watching the mount table failed", "err", err)
+				return
+			}
+		}
+		close(left)
+	}()
+	return left
 }
 
 // unmountOrDetach unmounts, lazily if files are still open, so the daemon
@@ -238,18 +291,18 @@ func readyReporter() func(error) {
 }
 
 // startDaemon runs `gsvfs mount` again as a detached daemon (its own
-// session, output to the log in the state directory) and waits for it to
-// report that the mount is ready.
+// session, output to the log: in the state directory, or for --server,
+// which has none here, in the mount's runtime directory) and waits for
+// it to report that the mount is ready.
 func startDaemon(stdout io.Writer, f mountFlags, mountpoint string) error {
-	abs, err := gsvfsd.PrepareRoot(f.root)
-	if err != nil {
-		return err
-	}
 	mp, err := filepath.Abs(mountpoint)
 	if err != nil {
 		return err
 	}
-	logPath := filepath.Join(abs, "gsvfs.log")
+	abs, logPath, err := daemonLogPath(f, mp)
+	if err != nil {
+		return err
+	}
 	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("open the daemon log: %w", err)
@@ -289,6 +342,17 @@ func startDaemon(stdout io.Writer, f mountFlags, mountpoint string) error {
 	}
 	_, err = fmt.Fprintf(stdout, "gsvfs: serving %s at %s (pid %d, log %s)\n", name, mp, pid, logPath)
 	return err
+}
+
+// daemonLogPath is the background daemon's state directory (made
+// ready), "" for --server, and its log file.
+func daemonLogPath(f mountFlags, mountpoint string) (root, log string, err error) {
+	if f.server != "" {
+		dir, err := gsvfsd.PrepareMountRuntime(mountpoint)
+		return "", filepath.Join(dir, "gsvfs.log"), err
+	}
+	root, err = gsvfsd.PrepareRoot(f.root)
+	return root, filepath.Join(root, "gsvfs.log"), err
 }
 
 // daemonArgs is the command line of the background daemon: this one's

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
+	gsvfsd "github.com/gsvfs/gsvfs/internal/daemon" // not "daemon": the tests have a type of that name
 	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/vfs"
-	"github.com/gsvfs/gsvfs/vfs/ninep"
 	"golang.org/x/sys/unix"
 )
 
@@ -62,7 +62,7 @@ func TestNamespaceSkillsUnion(t *testing.T) {
 	}
 
 	// Over 9P, the same union.
-	_, tree := attach(t, ninep.Address{Network: "unix", Addr: filepath.Join(d.Root, "gsvfs.sock")})
+	_, tree := attach(t, gsvfsd.Socket(d.Root))
 	if got := readTree(t, tree, "home/agent/skills/mine.md"); got != "mine\n" {
 		t.Errorf("over 9P: %q", got)
 	}
@@ -175,7 +175,7 @@ func TestUnionLayerXattr(t *testing.T) {
 	}
 
 	// Over 9P, the same.
-	_, tree := attach(t, ninep.Address{Network: "unix", Addr: filepath.Join(d.Root, "gsvfs.sock")})
+	_, tree := attach(t, gsvfsd.Socket(d.Root))
 	f, err := vfs.Walk(t.Context(), tree, "home/agent/skills/pdf/SKILL.md")
 	if err != nil {
 		t.Fatal(err)

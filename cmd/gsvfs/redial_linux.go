@@ -2,15 +2,18 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/gsvfs/gsvfs/internal/client"
+	gsvfsd "github.com/gsvfs/gsvfs/internal/daemon" // not "daemon": the tests have a type of that name
 	"github.com/gsvfs/gsvfs/internal/relink"
-	"github.com/gsvfs/gsvfs/vfs"
 	"github.com/gsvfs/gsvfs/vfs/ninep"
 )
 
@@ -26,16 +29,22 @@ import (
 // that while the server is away nobody else can take its place by
 // listening at its path (a tcp: address names no user: whatever listens
 // there is served, as at the first mount).
+//
+// A mount attached to the daemon of its state directory has takeOver:
+// once that daemon is gone and has let go of the directory, the mount
+// serves the tree itself rather than wait for a daemon nobody may start.
 type redialer struct {
-	a      ninep.Address
-	uid    int // of the first server of a unix socket, -1 for tcp
-	ctx    context.Context
-	cancel context.CancelFunc
+	a        ninep.Address
+	uid      int // of the first server of a unix socket, -1 for tcp
+	takeOver func() (*source, error)
+	ctx      context.Context
+	cancel   context.CancelFunc
 
 	tree *relink.Tree
 
 	mu     sync.Mutex
 	client *ninep.Client
+	local  *source      // the tree served here, once taken over
 	link   *relink.Link // nil while the server is away
 }
 
@@ -47,22 +56,22 @@ func mountClient(a ninep.Address) ninep.ClientOptions {
 	return ninep.ClientOptions{WriteBehind: ninep.DefaultWriteBehind, Exact: a.Network == "unix"}
 }
 
-// redialTree dials a, which must answer now, and returns the tree that
-// follows it across reconnections, and how to end it.
-func redialTree(a ninep.Address) (vfs.Node, func(), error) {
-	r := &redialer{a: a, uid: -1}
+// redialTree dials a, which must answer now, and returns what follows it
+// across reconnections: its tree, closed by close.
+func redialTree(a ninep.Address, takeOver func() (*source, error)) (*redialer, error) {
+	r := &redialer{a: a, uid: -1, takeOver: takeOver}
 	c, root, err := client.DialTreeChecked(a, func(nc net.Conn) (err error) {
 		r.uid, err = serverUid(nc)
 		return err
 	}, mountClient(a))
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	r.client, r.link = c, &relink.Link{Root: root}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	r.tree = relink.New(relink.Options{Where: "/", Current: r.current, Locks: true})
 	go r.keep(c)
-	return r.tree.Root(), r.close, nil
+	return r, nil
 }
 
 func (r *redialer) current() *relink.Link {
@@ -91,10 +100,14 @@ func (r *redialer) keep(c *ninep.Client) {
 }
 
 // redial dials until the server answers (its new connection, made the
-// current one) or close (nil).
+// current one), the tree is taken over, or close (nil for both).
 func (r *redialer) redial() *ninep.Client {
 	var b relink.Backoff
+	lost := time.Now()
 	for {
+		if time.Since(lost) >= takeOverAfter && r.tryTakeOver() {
+			return nil
+		}
 		b.Wait(r.ctx)
 		if r.ctx.Err() != nil {
 			return nil
@@ -106,6 +119,50 @@ func (r *redialer) redial() *ninep.Client {
 			return c
 		}
 		slog.Log(r.ctx, b.Failed(err), "redialling the 9P server failed", "server", r.a.String(), "err", err)
+	}
+}
+
+// takeOverAfter is how long an attached mount's server must have been
+// away before the mount serves the state directory itself: a server that
+// restarts (systemctl restart) is back by then, and finds its state
+// directory free.
+const takeOverAfter = 2 * time.Second
+
+// tryTakeOver serves the tree here if the mount may and its state
+// directory is free, and reports whether it does now.
+func (r *redialer) tryTakeOver() bool {
+	if r.takeOver == nil {
+		return false
+	}
+	src, err := r.takeOver()
+	if errors.Is(err, gsvfsd.ErrServed) {
+		return false // a daemon serves it still, or again: dial it
+	}
+	if err != nil {
+		slog.Warn("serving the state directory here failed", "err", err)
+		return false
+	}
+	r.mu.Lock()
+	if r.ctx.Err() != nil {
+		r.mu.Unlock()
+		src.close()
+		return true
+	}
+	r.local, r.link = src, &relink.Link{Root: src.tree}
+	r.mu.Unlock()
+	r.tree.Relinked()
+	slog.Info("the daemon of the state directory is gone; serving it here", "root", src.name, "pid", os.Getpid())
+	return true
+}
+
+// leave is the tree's, if taken over: it stops answering and ends its
+// sessions.
+func (r *redialer) leave() {
+	r.mu.Lock()
+	local := r.local
+	r.mu.Unlock()
+	if local != nil {
+		local.leave()
 	}
 }
 
@@ -160,10 +217,13 @@ func (r *redialer) set(c *ninep.Client, link *relink.Link) {
 func (r *redialer) close() {
 	r.cancel()
 	r.mu.Lock()
-	c := r.client
-	r.client, r.link = nil, nil
+	c, local := r.client, r.local
+	r.client, r.local, r.link = nil, nil, nil
 	r.mu.Unlock()
 	if c != nil {
 		c.Close()
+	}
+	if local != nil {
+		local.close()
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -42,7 +43,8 @@ func serveCommand() *cobra.Command {
 		Short: "serve the tree over 9P2000.L",
 		Long: `serve exports the state directory's tree over 9P2000.L until SIGINT or
 SIGTERM. The default listener is the unix socket gsvfs.sock in the state
-directory, which admits only its owner and root.
+directory's runtime directory ($XDG_RUNTIME_DIR/gsvfs or /run/gsvfs), which
+admits only its owner and root; serve prints its path.
 
 tls:HOST:PORT makes the daemon a gateway that devices join over TLS 1.3,
 both ends authenticated (see gsvfs-devices(7)); the unix socket stays
@@ -63,7 +65,7 @@ gets the server's rights (root's, for a server run as root), commands in
 		},
 	}
 	cmd.Flags().StringVar(&f.root, "root", "", "state directory (default $XDG_DATA_HOME/gsvfs, /var/lib/gsvfs for root)")
-	cmd.Flags().StringArrayVar(&f.listen, "listen", nil, "where to listen: unix:PATH or tcp:HOST:PORT (repeatable; default unix:ROOT/gsvfs.sock)")
+	cmd.Flags().StringArrayVar(&f.listen, "listen", nil, "where to listen: unix:PATH or tcp:HOST:PORT (repeatable; default the state directory's socket in the runtime directory)")
 	cmd.Flags().StringVar(&f.device, "device", defaultDevice, "this machine's device id, in /sys/devices and at a gateway's /mnt/ID")
 	cmd.Flags().StringArrayVar(&f.binds, "bind", nil, "serve the host directory HOSTDIR at PATH of the tree, as HOSTDIR:PATH (repeatable)")
 	cmd.Flags().StringArrayVar(&f.refuse, "refuse", nil, "never export paths matching this pattern to a gateway, such as '**/secrets/**' (repeatable; added to the defaults, see gsvfs-devices(7))")
@@ -85,6 +87,15 @@ func runServe(stdout io.Writer, f serveFlags) error {
 	if err != nil {
 		return err
 	}
+	claim, err := gsvfsd.ClaimRoot(root)
+	if errors.Is(err, gsvfsd.ErrServed) {
+		return fmt.Errorf("a daemon already serves %s (socket %s)", root, gsvfsd.Socket(root).Addr)
+	}
+	if err != nil {
+		return err
+	}
+	// Held until everything else has ended: the last thing to go.
+	defer claim.Release()
 	if f.join, err = joinSecret(f.join, f.joinFile); err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	gsvfsd "github.com/gsvfs/gsvfs/internal/daemon" // not "daemon": the tests have a type of that name
 	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/vfs"
 	"github.com/gsvfs/gsvfs/vfs/ninep"
@@ -29,7 +30,7 @@ func startServe(t *testing.T, extra ...string) (*daemon, ninep.Address) {
 	root := filepath.Join(t.TempDir(), "state")
 	d := launch(t, &daemon{Root: root}, append([]string{"serve", "--root", root}, extra...)...)
 	t.Cleanup(func() { d.stop(t) })
-	return d, ninep.Address{Network: "unix", Addr: filepath.Join(root, "gsvfs.sock")}
+	return d, gsvfsd.Socket(root)
 }
 
 // mountServer mounts the tree of the server at addr with FUSE.
@@ -136,7 +137,7 @@ func TestServeRefusesBadListeners(t *testing.T) {
 func TestServeRefusesSecondServer(t *testing.T) {
 	d, _ := startServe(t)
 	out, err := exec.Command(binary, "serve", "--root", d.Root).CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "already listening") {
+	if err == nil || !strings.Contains(string(out), "already serves") {
 		t.Errorf("second serve: got %v, %q; want it refused", err, out)
 	}
 }

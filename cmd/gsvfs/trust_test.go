@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	gsvfsd "github.com/gsvfs/gsvfs/internal/daemon" // not "daemon": the tests have a type of that name
 	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/vfs"
 )
@@ -237,7 +238,7 @@ func TestTokenAddressRoutable(t *testing.T) {
 		t.Errorf("the token names %q, want the gateway's address %s", addr, h.nsIP)
 	}
 	joinAs(t, filepath.Join(t.TempDir(), "lap"), "lap", tok)
-	m := mountServer(t, "unix:"+filepath.Join(root, "gsvfs.sock"))
+	m := mountServer(t, "unix:"+gsvfsd.Socket(root).Addr)
 	waitOnline(t, m.Mnt, "lap", true, 15*time.Second)
 
 	lo, _ := startServe(t, "--listen", "tls:127.0.0.1:0")
@@ -283,7 +284,7 @@ func TestDialledDeviceAtStart(t *testing.T) {
 	}
 	g := launch(t, &daemon{Root: gRoot}, "serve", "--root", gRoot, "--listen", "tls:127.0.0.1:0")
 	t.Cleanup(func() { g.stop(t) })
-	m := mountServer(t, "unix:"+filepath.Join(gRoot, "gsvfs.sock"))
+	m := mountServer(t, "unix:"+gsvfsd.Socket(gRoot).Addr)
 	waitOnline(t, m.Mnt, "desk", true, 15*time.Second)
 	if ls := testenv.Run(t, "", binary, "device", "ls", "--root", deskRoot); !strings.Contains(ls, "gsv") || !strings.Contains(ls, "gateway") {
 		t.Errorf("the device does not list the gateway it serves:\n%s", ls)

@@ -1,6 +1,8 @@
 // Package daemon is what a gsvfs daemon is made of, and how it ends.
 //
-// A daemon serves one state directory (PrepareRoot makes it). Build
+// A daemon serves one state directory (PrepareRoot makes it), which it
+// claims for as long as it runs (ClaimRoot, a lock in the runtime
+// directory, where its socket is too: runtime.go). Build
 // composes its tree in one mounts.Table: the directory's disk trees, the
 // manual, the host directories of --bind and of the namespace file,
 // /dev, /sys, /proc's shell sessions, and the devices' gateway at

@@ -412,16 +412,6 @@ func exportRefused(o Options) []string {
 // never inside one.
 func PrivateDir(root string) string { return filepath.Join(root, "private") }
 
-// socketName is the daemon's 9P socket inside the state directory: a
-// second `gsvfs mount` of the same state directory attaches there.
-const socketName = "gsvfs.sock"
-
-// Socket is where the daemon of the state directory root listens for 9P
-// unless told otherwise, and where clients find it.
-func Socket(root string) ninep.Address {
-	return ninep.Address{Network: "unix", Addr: filepath.Join(root, socketName)}
-}
-
 // hideState makes the state directory root and its private part hidden
 // in every tree the daemon serves, by their identity on disk rather than
 // their paths: a bind of a parent of root (a home directory holding

@@ -147,6 +147,26 @@ func Mounts() []string {
 	return points
 }
 
+// MountID is the id of the gsvfs mount stacked last at dir in this
+// process's mount namespace, 0 if there is none.
+func MountID(dir string) uint64 {
+	var id uint64
+	eachMount(func(mi mountLine) {
+		if mi.point == dir && mi.fstype == fsType {
+			id = mi.id
+		}
+	})
+	return id
+}
+
+// HasMount reports whether the mount of id is in this process's mount
+// namespace.
+func HasMount(id uint64) bool {
+	found := false
+	eachMount(func(mi mountLine) { found = found || mi.id == id })
+	return found
+}
+
 // mountLine is one line of /proc/self/mountinfo.
 type mountLine struct {
 	id, parent uint64 // the mount's id and its parent's, as statx's STATX_MNT_ID
