@@ -101,8 +101,14 @@ func (d *daemon) stop(t testing.TB) {
 			t.Errorf("gsvfs mount exited with %v after SIGTERM\n%s", err, d.log)
 		}
 	case <-time.After(15 * time.Second):
-		d.cmd.Process.Kill()
-		<-d.done
+		// Its goroutines, for the log: where it hangs.
+		d.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-d.done:
+		case <-time.After(5 * time.Second):
+			d.cmd.Process.Kill()
+			<-d.done
+		}
 		t.Errorf("gsvfs mount did not exit within 15s of SIGTERM\n%s", d.log)
 	}
 	// A daemon that died uncleanly leaves a dead mount: clear it so the

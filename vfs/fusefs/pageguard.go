@@ -264,7 +264,7 @@ func (n *node) opened(ctx context.Context, fh gofs.FileHandle, flags uint32) (ui
 		n.settle(a, was)
 		keep = 0 // the kernel drops the file's pages as the open ends, too
 	}
-	if long && n.view.holdsMore(a.Size) && !n.mend(a.Size) {
+	if long && n.view.holdsMore(a.Size) && !n.mended(a.Size) {
 		n.view.resized(a.Size) // as the retry's new inode has it
 		n.shrank()
 		n.forgetName()
@@ -426,18 +426,38 @@ func (n *node) bringTo(a vfs.Attr, was fileState) {
 	if !n.srv.writeback {
 		return
 	}
+	current := func() bool { return n.view.settling(stateOf(a)) }
 	known := was.size >= 0
+	if known && a.Size == was.size {
+		return // the pages were all that changed
+	}
+	done, stale := n.mend(a.Size, current)
 	switch {
-	case known && a.Size == was.size: // the pages were all that changed
-	case n.mend(a.Size): // the kernel holds the disk's size: mend's answer
+	case done || stale: // the kernel holds the disk's size (mend's answer), or another settle brought it on
 	case known && a.Size < was.size: // no push could lower the kernel's size
 		n.shrank()
+	case !current(): // brought on meanwhile: no push over what a process wrote since
 	case known: // grew
 		n.grown(a, true)
 	default: // shorter or longer, unknown: the larger size holds
 		n.shrank()
 		n.grown(a, true)
 	}
+}
+
+// mended is mend without a guard, for an open: its process waits for it.
+func (n *node) mended(size int64) bool {
+	done, _ := n.mend(size, nil)
+	return done
+}
+
+// settling says whether the view is still to be brought to state s: a
+// settle for any other state, or one after the view was brought on, has
+// nothing left to do.
+func (v *view) settling(s fileState) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.known && v.behind && v.base.sameData(s)
 }
 
 // forget makes the view start again from the next open, for when the

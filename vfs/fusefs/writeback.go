@@ -326,6 +326,10 @@ type resize struct {
 	mu      sync.Mutex // one mend at a time
 	pending atomic.Bool
 	replied atomic.Int64 // the size mend's truncate was answered with
+	// current, while pending, says whether the mend is still wanted,
+	// asked as the kernel holds the inode's lock for the truncate (no
+	// write(2) of the file under way); nil: always.
+	current atomic.Pointer[func() bool]
 }
 
 // mend moves the kernel's size of the file to the disk's (the file grew
@@ -339,27 +343,35 @@ type resize struct {
 // (ownResize). The kernel's dirty pages are written back first: a
 // truncate drops those past the new end.
 //
+// current (nil: always) says whether the mend is still wanted; asked
+// under the kernel's lock of the inode, as the truncate is answered, so
+// that a mend brought in the background after a process went on (it saw
+// the change through an open that brought the kernel to it) does not cut
+// what the process wrote since: it is refused (stale), and leaves the
+// kernel's size as it is.
+//
 // No lock of the daemon is held: the kernel holds the inode's lock for
 // the truncate and waits for the file's write-backs in flight, which
 // take the view's lock. The open that asks is not an O_TRUNC one, which
 // alone holds the inode's lock during its request (fuse_open).
-func (n *node) mend(size int64) bool {
+func (n *node) mend(size int64, current func() bool) (done, stale bool) {
 	dir, dev := n.srv.mountDir, n.srv.mountDev
 	if dir == "" {
-		return false
+		return false, false
 	}
 	n.resize.mu.Lock()
 	defer n.resize.mu.Unlock()
 	fd, err := unix.Open(dir+"/"+n.Path(nil), unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return false
+		return false, false
 	}
 	defer unix.Close(fd)
 	var st unix.Stat_t
 	if unix.Fstat(fd, &st) != nil || st.Dev != dev || st.Ino != n.StableAttr().Ino {
-		return false // renamed or replaced meanwhile: not this file's name
+		return false, false // renamed or replaced meanwhile: not this file's name
 	}
 	n.NotifyContent(0, 0)
+	n.resize.current.Store(&current)
 	n.resize.pending.Store(true)
 	defer n.resize.pending.Store(false)
 	link := "/proc/self/fd/" + strconv.Itoa(fd)
@@ -371,9 +383,9 @@ func (n *node) mend(size int64) bool {
 		n.mendTimes(link)
 	}
 	if err != nil {
-		n.srv.log.Debug("the kernel's size of a file that shrank stays", "ino", n.StableAttr().Ino, "err", err)
+		n.srv.log.Debug("the kernel's size of the file stays", "ino", n.StableAttr().Ino, "err", err)
 	}
-	return err == nil
+	return err == nil, err == syscall.ESTALE
 }
 
 // mendTimes gives the kernel the disk's times of the file after mend's
@@ -400,6 +412,9 @@ func (n *node) ownResize(ctx context.Context, sized bool, out *fuse.AttrOut) (ha
 	}
 	if !n.resize.pending.Load() {
 		return true, syscall.EPERM
+	}
+	if current := n.resize.current.Load(); sized && current != nil && *current != nil && !(*current)() {
+		return true, syscall.ESTALE // no longer wanted (mend)
 	}
 	a, err := n.vn.Attr(ctx)
 	if err != nil {
