@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -266,7 +267,14 @@ func newExampleEnv(t *testing.T, who string) *exampleEnv {
 		t.Fatal(err)
 	}
 	copyExecutable(t, bin, filepath.Join(binDir, "gsvfs"))
-	name := map[string]string{"root": "root", "user": fmt.Sprint(smOther)}[who]
+	name := "root"
+	if who == "user" {
+		u, err := user.LookupId(fmt.Sprint(smOther))
+		if err != nil {
+			t.Fatal(err)
+		}
+		name = u.Username
+	}
 	e.env = []string{"HOME=" + e.home, "USER=" + name, "LOGNAME=" + name, "SHELL=/bin/bash", "LANG=C.UTF-8",
 		"PATH=" + binDir + ":" + filepath.Dir(goBin) + ":/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"}
 	return e
