@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -60,8 +61,13 @@ type example struct {
 type exampleCmd struct {
 	line  int
 	text  string
-	fails bool // the example shows it failing
+	fails bool     // the example shows it failing
+	want  []string // "status" and "exitCode" pairs its shown output has
 }
+
+// shownPair finds the JSON pairs of a status that an example's output
+// shows, which the real output must have too.
+var shownPair = regexp.MustCompile(`"(status|exitCode)":("[a-z]+"|[0-9]+)`)
 
 // TestExamples runs every runnable example of exampleDocs, a file's in
 // order in one shell (so later examples see what earlier ones made), as
@@ -184,11 +190,16 @@ func blockCommands(man bool, block []string, first int) []exampleCmd {
 		case cont:
 			cmds[len(cmds)-1].text += "\n" + line
 		case !man && strings.TrimSpace(line) != "":
-			cmds = append(cmds, exampleCmd{line: first + i, text: line})
+			// A comment after the command shows what it prints.
+			_, shown, _ := strings.Cut(line, " # ")
+			cmds = append(cmds, exampleCmd{line: first + i, text: line, want: shownPair.FindAllString(shown, -1)})
 		case strings.HasPrefix(raw, `$ \fB`) || strings.HasPrefix(raw, `# \fB`):
 			cmds = append(cmds, exampleCmd{line: first + i, text: line[2:]})
 		case len(cmds) > 0 && strings.HasPrefix(line, "bash: ") && cmds[len(cmds)-1].line == first+i-1:
 			cmds[len(cmds)-1].fails = true
+		case len(cmds) > 0:
+			last := &cmds[len(cmds)-1]
+			last.want = append(last.want, shownPair.FindAllString(line, -1)...)
 		}
 		trimmed := strings.TrimSpace(line)
 		cont = len(cmds) > 0 && (strings.HasSuffix(trimmed, `\`) || strings.HasSuffix(trimmed, "|")) &&
@@ -220,9 +231,17 @@ func exampleScript(doc exampleDoc, all []example, who string) string {
 		fmt.Fprintf(&b, "cd %s || exit 1\n", doc.dir)
 		for _, c := range ex.cmds {
 			where := fmt.Sprintf("%s:%d", ex.file, c.line)
-			if c.fails {
+			switch {
+			case c.fails:
 				fmt.Fprintf(&b, "%s\nif [ $? -eq 0 ]; then echo '%s: succeeded; the example shows it failing'; exit 1; fi\n", c.text, where)
-			} else {
+			case len(c.want) > 0:
+				// Its output must show the status the example shows.
+				fmt.Fprintf(&b, "__o=$(%s\n)\n__s=$?; printf '%%s\\n' \"$__o\"\n", c.text)
+				fmt.Fprintf(&b, "if [ $__s -ne 0 ]; then echo \"%s: exit status $__s\"; exit 1; fi\n", where)
+				for _, w := range c.want {
+					fmt.Fprintf(&b, "case $__o in *%s*) ;; *) echo '%s: the output lacks %s'; exit 1;; esac\n", shQuote(w), where, w)
+				}
+			default:
 				fmt.Fprintf(&b, "%s\n__s=$?; if [ $__s -ne 0 ]; then echo \"%s: exit status $__s\"; exit 1; fi\n", c.text, where)
 			}
 		}
@@ -309,3 +328,6 @@ func (e *exampleEnv) run(t *testing.T, script string) {
 	}
 	t.Logf("as %s:\n%s", e.who, out)
 }
+
+// shQuote quotes s for the shell.
+func shQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
