@@ -306,8 +306,8 @@ func (e *exampleEnv) run(t *testing.T, script string) {
 		// The examples use root's default state directory, the whole
 		// machine's: give this shell (and the daemons it starts) a
 		// private one, in a mount namespace of its own.
-		script = "mkdir -p /var/lib/gsvfs /run/gsvfs && mount -t tmpfs gsvfs-examples /var/lib/gsvfs &&" +
-			" mount -t tmpfs gsvfs-examples /run/gsvfs || exit 1\n" + script
+		script = "mkdir -p /var/lib/gsvfs /run/gsvfs && mount -t tmpfs -o mode=0755 gsvfs-examples /var/lib/gsvfs &&" +
+			" mount -t tmpfs -o mode=0700 gsvfs-examples /run/gsvfs || exit 1\n" + script
 	}
 	script += "cd / && if mountpoint -q ~/gsv; then gsvfs umount ~/gsv; fi\n"
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
