@@ -331,3 +331,53 @@ func (e *exampleEnv) run(t *testing.T, script string) {
 
 // shQuote quotes s for the shell.
 func shQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// The extraction of examples: marks, prompts, continuations, failing
+// commands and shown statuses, and an unmarked block refused.
+func TestExtractExamples(t *testing.T) {
+	readme := exampleDoc{file: "R"}
+	man := exampleDoc{file: "M", man: true}
+	tests := []struct {
+		name string
+		doc  exampleDoc
+		text string
+		want string // the examples, one "KIND[why] cmd|cmd" a line; or "error"
+	}{
+		{"readme", readme, "<!-- example: run -->\n```sh\nls ~/gsv\n\ncat w   # \"status\":\"waiting\"\n```\n",
+			`run[] ls ~/gsv|cat w   # "status":"waiting"{"status":"waiting"}`},
+		{"readme unmarked", readme, "text\n```sh\nls\n```\n", "error"},
+		{"readme plain block", readme, "```\nnot shell\n```\n", ""},
+		{"man", man, ".SH EXAMPLES\n.\\\" example: user\n.EX\n$ \\fBcat \\(ti/x \\e\\fP\n  \\fB| wc\\fP\nout\n# \\fBecho \\(aqa\\(aq > q\\fP\nbash: echo: write error\n.EE\n",
+			"user[] cat ~/x \\\n  | wc|echo 'a' > q(fails)"},
+		{"man output with a hash", man, ".SH EXAMPLES\n.\\\" example: skip: a terminal\n.EX\n$ \\fBcat s\\fP\n# not a command\n{\"exitCode\":2}\n.EE\n",
+			`skip[a terminal] cat s{"exitCode":2}`},
+		{"man unmarked", man, ".SH EXAMPLES\n.EX\n$ \\fBls\\fP\n.EE\n", "error"},
+		{"man outside EXAMPLES", man, ".SH DESCRIPTION\n.EX\n$ \\fBls\\fP\n.EE\n", ""},
+		{"skip without a reason", man, ".SH EXAMPLES\n.\\\" example: skip\n.EX\n.EE\n", "error"},
+	}
+	for _, tt := range tests {
+		exs, err := extractExamples(tt.doc, tt.text)
+		var lines []string
+		for _, ex := range exs {
+			var cmds []string
+			for _, c := range ex.cmds {
+				s := c.text
+				if len(c.want) > 0 {
+					s += "{" + strings.Join(c.want, ",") + "}"
+				}
+				if c.fails {
+					s += "(fails)"
+				}
+				cmds = append(cmds, s)
+			}
+			lines = append(lines, ex.kind+"["+ex.why+"] "+strings.Join(cmds, "|"))
+		}
+		got := strings.Join(lines, "\n")
+		if err != nil {
+			got = "error"
+		}
+		if got != tt.want {
+			t.Errorf("%s: got %q, want %q (err %v)", tt.name, got, tt.want, err)
+		}
+	}
+}
