@@ -4,6 +4,7 @@ GO       ?= go
 PREFIX   ?= /usr/local
 MANDIR   ?= $(PREFIX)/share/man
 MOUNTPOINT ?= $(HOME)/gsv
+STATE    ?=
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X main.version=$(VERSION)
 
@@ -14,10 +15,12 @@ all: build
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/gsvfs ./cmd/gsvfs
 
-# Serve the default state directory and mount it at $(MOUNTPOINT).
+# Serve a state directory and mount it at $(MOUNTPOINT): STATE=DIR, or
+# the default one (root's /var/lib/gsvfs is the whole machine's, so a
+# second root `make run` attaches to whatever daemon serves it).
 run: build
 	mkdir -p $(MOUNTPOINT)
-	./bin/gsvfs mount $(MOUNTPOINT)
+	./bin/gsvfs mount $(if $(STATE),--root $(STATE)) $(MOUNTPOINT)
 
 vet:
 	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then \

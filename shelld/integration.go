@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -58,6 +59,45 @@ type startup struct {
 	env   []string // its environment: the allowed part of the daemon's, then ctl's
 	set   []string // ctl's NAME=VALUE, exported again after the start-up files so they win
 	rc    bool     // it reads the login and rc files (not `rc off`)
+	path  string   // the daemon's PATH, kept after the login files (keepPath)
+}
+
+// keepPath is a line of shell, run after the login files, that appends
+// to PATH each entry of the daemon's PATH that the files dropped: a
+// session finds the programs the user who started gsvfs finds, as
+// tmux's sessions do, where Debian's /etc/profile sets PATH outright (and
+// so loses /usr/local/go/bin, ~/go/bin…). The files' own entries stay
+// first, so what they choose wins. Empty with rc off: PATH is then the
+// daemon's already.
+func (su startup) keepPath() string {
+	var dirs []string
+	for _, dir := range filepath.SplitList(su.path) {
+		if dir != "" && !slices.Contains(dirs, shQuote(dir)) {
+			dirs = append(dirs, shQuote(dir))
+		}
+	}
+	if !su.rc || len(dirs) == 0 {
+		return ""
+	}
+	return "for __gsvfs_p in " + strings.Join(dirs, " ") + `; do case ":$PATH:" in *":$__gsvfs_p:"*) ;; ` +
+		`*) PATH=${PATH:+$PATH:}$__gsvfs_p ;; esac; done; unset __gsvfs_p; export PATH`
+}
+
+// envLookup returns the value env gives name last, as a process sees it.
+func envLookup(env []string, name string) (value string, ok bool) {
+	for _, kv := range env {
+		if k, v, _ := strings.Cut(kv, "="); k == name {
+			value, ok = v, true
+		}
+	}
+	return value, ok
+}
+
+// afterLogin is what runs after the login files, its lines joined by
+// sep: the daemon's PATH kept, then ctl's exports, which so win over both.
+func (su startup) afterLogin(sep string) string {
+	return strings.Join(slices.DeleteFunc([]string{su.keepPath(), su.exports()},
+		func(line string) bool { return line == "" }), sep)
 }
 
 // exports is a line of shell that exports su.set, for bash, zsh and
@@ -76,12 +116,13 @@ func (su startup) exports() string {
 }
 
 // execArgs are the arguments of the shell that runs command once: a
-// login shell (-l) unless rc is off, and for a shell gsvfs knows, ctl's
-// variables exported in front of the command, after the login files.
+// login shell (-l) unless rc is off, and for a shell gsvfs knows, the
+// daemon's PATH kept and ctl's variables exported in front of the
+// command, after the login files.
 func (su startup) execArgs(command string) []string {
 	kind := shellKind(su.shell)
-	if ex := su.exports(); kind != "" && ex != "" {
-		command = ex + "; " + command
+	if after := su.afterLogin("; "); kind != "" && after != "" {
+		command = after + "; " + command
 	}
 	if su.rc {
 		return []string{"-lc", command}
@@ -117,17 +158,9 @@ func newIntegration(su startup) (*integration, error) {
 		return nil, err
 	}
 	in := &integration{kind: kind, nonce: newNonce(), dir: dir}
-	lookup := func(name string) (string, bool) {
-		v, ok := "", false
-		for _, kv := range su.env {
-			if k, val, _ := strings.Cut(kv, "="); k == name {
-				v, ok = val, true
-			}
-		}
-		return v, ok
-	}
+	lookup := func(name string) (string, bool) { return envLookup(su.env, name) }
 	mark := `\033]6973;` + in.nonce + `;`
-	set := su.exports() + "\n"
+	set := su.afterLogin("\n") + "\n"
 	var files map[string]string
 	switch kind {
 	case "bash":

@@ -227,8 +227,10 @@ func (s *Session) Exec(command string) error {
 // startupLocked is how the session's shell is to start.
 func (s *Session) startupLocked() startup {
 	sh := cmp.Or(s.shell, s.cfg.Shell)
-	return startup{shell: sh, env: append(s.cfg.environ(sh), s.env...),
-		set: slices.Clone(s.env), rc: !s.norc}
+	daemon := s.cfg.environ(sh)
+	path, _ := envLookup(daemon, "PATH")
+	return startup{shell: sh, env: append(daemon, s.env...),
+		set: slices.Clone(s.env), rc: !s.norc, path: path}
 }
 
 // startWith starts the process: an interactive shell, or an exec whose
@@ -1007,12 +1009,10 @@ func (s *Session) Home() string {
 	s.mu.Lock()
 	env := s.startupLocked().env
 	s.mu.Unlock()
-	home, _ := os.UserHomeDir()
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
-			home = v
-		}
+	if home, ok := envLookup(env, "HOME"); ok {
+		return home
 	}
+	home, _ := os.UserHomeDir()
 	return home
 }
 

@@ -2,9 +2,12 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/gsvfs/gsvfs/internal/client"
@@ -15,21 +18,34 @@ import (
 	"github.com/gsvfs/gsvfs/vfs/ninep"
 )
 
-// watchNamespace applies the namespace file (the state directory's
-// etc/namespace, /etc/namespace in the tree) to t now and again after
-// every change until ctx ends: at once for a write through the tree
-// (kicked), within half a second for one on disk. A file refused is
-// logged, and /sys/mounts says why.
-func watchNamespace(ctx context.Context, t *mounts.Table, file string, kicked <-chan struct{}, hostDir hostDirFunc) {
-	filestamp.Poll(ctx, file, 500*time.Millisecond, kicked, func(exists bool) {
-		if !exists {
-			applyNamespace(ctx, t, file, "", hostDir) // gone, or not there yet: no binds
-			return
-		}
-		if text, err := os.ReadFile(file); err == nil {
-			applyNamespace(ctx, t, file, string(text), hostDir)
-		}
-	})
+// nsFollower applies the namespace file (the state directory's
+// etc/namespace, /etc/namespace in the tree) to a table: within half a
+// second of a change on disk, and for a write through the tree before
+// that write returns, so whoever edits it there finds the change in place
+// once the write is done (a session's cwd into a bind just added). A file
+// refused is logged, and /sys/mounts says why.
+type nsFollower struct {
+	mu      sync.Mutex // one apply at a time, so the file read last is the one applied
+	t       *mounts.Table
+	file    string
+	hostDir hostDirFunc
+}
+
+// follow applies the file now and after every change on disk until ctx
+// ends.
+func (f *nsFollower) follow(ctx context.Context) {
+	filestamp.Poll(ctx, f.file, 500*time.Millisecond, nil, func(bool) { f.apply(ctx) })
+}
+
+// apply applies the file as it is now; none is no binds.
+func (f *nsFollower) apply(ctx context.Context) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	text, err := os.ReadFile(f.file)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return // the next change, or write, reads it again
+	}
+	applyNamespace(ctx, f.t, f.file, string(text), f.hostDir)
 }
 
 func applyNamespace(ctx context.Context, t *mounts.Table, file, text string, hostDir hostDirFunc) {

@@ -304,15 +304,9 @@ func (tr *Tree) start(root string, proc *procfs.FS, cron *crond.Daemon, hostDir 
 		cron.Load(ctx)
 		tr.jobs.Go(func() error { cron.Run(ctx); return nil })
 	}
-	written := make(chan struct{}, 1)
-	tr.Table.GuardNamespace("/etc/namespace", func() {
-		select {
-		case written <- struct{}{}:
-		default: // a look is due already
-		}
-	})
-	file := filepath.Join(root, "etc", "namespace")
-	tr.jobs.Go(func() error { watchNamespace(ctx, tr.Table, file, written, hostDir); return nil })
+	ns := &nsFollower{t: tr.Table, file: filepath.Join(root, "etc", "namespace"), hostDir: hostDir}
+	tr.Table.GuardNamespace("/etc/namespace", func() { ns.apply(ctx) })
+	tr.jobs.Go(func() error { ns.follow(ctx); return nil })
 	tr.jobs.Go(func() error { reapSessions(ctx, proc); return nil })
 }
 
