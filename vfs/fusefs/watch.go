@@ -74,6 +74,15 @@ type attrKey struct {
 	valid                 bool
 }
 
+// permsChanged says whether a's mode, owner or link count may be other
+// than what the kernel was last told of the node (unknown: yes).
+func (w *nodeWatch) permsChanged(a vfs.Attr) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	k := keyOf(a)
+	return !w.last.valid || w.last.mode != k.mode || w.last.uid != k.uid || w.last.gid != k.gid || w.last.nlink != k.nlink
+}
+
 func keyOf(a vfs.Attr) attrKey {
 	return attrKey{size: a.Size, mode: a.Mode, nlink: a.Nlink, uid: a.Uid, gid: a.Gid,
 		mtime: a.Mtime, ctime: a.Ctime, ino: a.Ino, gen: a.Gen, blocks: a.Blocks, rdev: a.Rdev, valid: true}
@@ -192,9 +201,15 @@ func (s *server) attrChanged(a vfs.Attr, data bool) (dropped bool) {
 		file := a.Type() == syscall.S_IFREG && !n.volatile
 		switch {
 		case file && data:
-			if !n.reported(a) {
+			if n.reported(a) {
+				break // pages and attributes dropped
+			}
+			if !n.w.permsChanged(a) {
 				continue // the mount's own: the kernel's view holds
 			}
+			// A chmod or chown from outside beside the mount's own
+			// writes, in one report: the attributes alone.
+			n.NotifyContent(-1, 0)
 		case same:
 			continue
 		case file:
