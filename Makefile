@@ -37,7 +37,7 @@ vet:
 # /dev/fuse; tests that cannot run here say so loudly.
 test: vet
 	mandoc -T lint -W warning docs/man/*.[1-8]
-	$(GO) test -count=1 -timeout 15m ./...
+	$(GO) test -count=1 -timeout 25m ./...
 
 # Go benchmarks, the FUSE comparison against native disk, the same as an
 # ordinary user's mount (userbench: a throwaway user), what watching
