@@ -23,7 +23,7 @@ import (
 // negotiated VersionExt, with the server's change notices flowing
 // (Twatch), an entry for a file the server says it watches
 // (AttrGsvfsWatched) is kept until a notice or this client's own change
-// drops it. Anything else (a plain 9P2000.L peer, a refused Twatch, an
+// drops it (unless a notice of that file came while it was fetched). Anything else (a plain 9P2000.L peer, a refused Twatch, an
 // unwatched file) is kept for CacheTTL only, so a change made on the far
 // side shows within that. A reply fetched before a change dropped its
 // file (a notice, or this client's own change: an fstat after an unlink
@@ -34,8 +34,10 @@ import (
 //
 // Invariants, each checked by the tests named:
 //  1. An entry of a watched file, fetched while the notices flow and
-//     with none applied during the fetch, is kept until a notice or this
-//     client's own change drops it; anything else for CacheTTL at most
+//     with no notice naming the file (or, for what a walk or a listing
+//     found, its directory) applied during the fetch, is kept until a
+//     notice or this client's own change drops it; anything else for
+//     CacheTTL at most. Notices of other files leave it be
 //     (TestCacheKeepsWhatNoticesVouchFor, TestNoticesKeepCacheTrue,
 //     TestCacheTTLWithPlainPeer).
 //  2. A reply fetched before a change dropped its file is not held
@@ -110,16 +112,21 @@ type cache struct {
 	// notified: the server's notices flow, so what it says it watches
 	// may be kept until a notice drops it.
 	notified bool
-	// gen counts the batches of notices applied: a reply fetched across
-	// one may be older than a change it reported, and is kept for
-	// CacheTTL only.
+	// gen counts the drops and batches of notices applied, to date the
+	// fetches against them.
 	gen uint64
 	// dropped is the generation each file was last dropped in: a reply
 	// about it fetched before that is older than a change this client
-	// knows of, and is not held at all. Bounded by maxDropped: past it,
-	// floor refuses every reply fetched before it was raised.
-	dropped map[uint64]uint64
-	floor   uint64
+	// knows of, and is not held at all.
+	dropped marks
+	// noticed is the generation of the last notice naming each file (a
+	// directory: any of its names): a reply about it fetched across one
+	// may be older than the change noticed, even where the notice
+	// dropped nothing (it agreed with what was held), and is kept for
+	// CacheTTL only. A notice about another file says nothing of it, so
+	// a storm of changes elsewhere (a build, git's index) leaves what
+	// is fetched here held as long as ever.
+	noticed marks
 	max     int
 	cost    int
 	lru     list.List // of *cacheEntry, most recent first
@@ -134,7 +141,7 @@ func newCache(size int) *cache {
 	if size <= 0 {
 		size = DefaultCacheSize
 	}
-	return &cache{max: size, byKey: map[cacheKey]*list.Element{}, dropped: map[uint64]uint64{},
+	return &cache{max: size, byKey: map[cacheKey]*list.Element{}, dropped: newMarks(), noticed: newMarks(),
 		contents: map[uint64]*content{}, now: time.Now}
 }
 
@@ -220,16 +227,26 @@ func (c *cache) since() uint64 {
 }
 
 // put records v, fetched in generation gen, under k: until a notice
-// drops it if the file is watched and no notice came since, else for
-// CacheTTL.
+// drops it if the file is watched and no notice of it came since, else
+// for CacheTTL.
 func (c *cache) put(k cacheKey, v any, cost int, watched bool, gen uint64) {
+	c.putVia(k, v, cost, watched, gen, 0)
+}
+
+// putVia is put of what was found through directory dir (a walk of a
+// name, a listing's entry): a notice of any of dir's names since the
+// fetch may be of this one, so it is then kept for CacheTTL only.
+func (c *cache) putVia(k cacheKey, v any, cost int, watched bool, gen, dir uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.staleLocked(k.ino, gen) {
 		return
 	}
-	c.putLocked(k, v, cost, watched && c.notified && c.gen == gen)
+	c.putLocked(k, v, cost, watched && c.notified && c.vouchedLocked(k.ino, gen) && (dir == 0 || c.vouchedLocked(dir, gen)))
 }
+
+// vouchedLocked: no notice named ino since generation gen. c.mu is held.
+func (c *cache) vouchedLocked(ino, gen uint64) bool { return !c.noticed.since(ino, gen) }
 
 // droppedSince reports whether what was fetched of ino in generation gen
 // is older than a change that dropped the file since.
@@ -241,7 +258,7 @@ func (c *cache) droppedSince(ino, gen uint64) bool {
 
 // staleLocked: what was fetched of ino in generation gen is older than
 // a change that dropped the file. c.mu is held.
-func (c *cache) staleLocked(ino, gen uint64) bool { return gen < c.floor || c.dropped[ino] > gen }
+func (c *cache) staleLocked(ino, gen uint64) bool { return c.dropped.since(ino, gen) }
 
 // putBrief holds v under k for CacheTTL: the server's answer to a
 // change this client just made (after dropping what the change made
@@ -251,9 +268,6 @@ func (c *cache) putBrief(k cacheKey, v any, cost int) {
 	defer c.mu.Unlock()
 	c.putLocked(k, v, cost, false)
 }
-
-// maxDropped bounds the files whose last drop the cache remembers.
-const maxDropped = 4096
 
 func (c *cache) putLocked(k cacheKey, v any, cost int, long bool) {
 	cost = max(cost, 1)
@@ -303,7 +317,7 @@ func (c *cache) putXattr(ino uint64, name string, x xattrValue, watched bool, ge
 	if c.staleLocked(ino, gen) {
 		return
 	}
-	long := watched && c.notified && c.gen == gen
+	long := watched && c.notified && c.vouchedLocked(ino, gen)
 	m := map[string]xattrValue{}
 	cost := 0
 	if el := c.byKey[k]; el != nil {
@@ -346,12 +360,8 @@ func (c *cache) drop(ks ...cacheKey) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
-	if len(c.dropped) >= maxDropped {
-		clear(c.dropped)
-		c.floor = c.gen
-	}
 	for _, k := range ks {
-		c.dropped[k.ino] = c.gen
+		c.dropped.mark(k.ino, c.gen)
 		if el := c.byKey[k]; el != nil {
 			c.removeLocked(el)
 		}
@@ -428,8 +438,8 @@ func (c *cache) dropAll() {
 		n.changes.Add(1)
 	}
 	c.gen++
-	c.floor = c.gen // what was asked before may be older than what was lost
-	clear(c.dropped)
+	c.dropped.reset(c.gen) // what was asked before may be older than what was lost
+	c.noticed.reset(c.gen)
 	c.lru.Init()
 	c.byKey = map[cacheKey]*list.Element{}
 	c.cost = 0
@@ -462,6 +472,10 @@ func (c *cache) notify(on bool) {
 func (c *cache) apply(cs []vfs.Change) {
 	c.mu.Lock()
 	c.gen++
+	for _, ch := range cs {
+		c.noticed.mark(ch.Dir, c.gen)
+		c.noticed.mark(ch.Attr.Ino, c.gen)
+	}
 	c.mu.Unlock()
 	for _, ch := range cs {
 		switch {
@@ -569,4 +583,37 @@ func (c *cache) sameFile(q QID) {
 	if (typ == syscall.S_IFDIR) != (q.Type&QTDir != 0) || (typ == syscall.S_IFLNK) != (q.Type&QTSymlink != 0) {
 		c.dropFile(q.Path)
 	}
+}
+
+// marks is the generation each file was last marked in (dropped, or
+// named by a notice), bounded by maxMarks: past it, the marks are
+// forgotten and floor stands for them all, marking every file.
+type marks struct {
+	at    map[uint64]uint64
+	floor uint64
+}
+
+// maxMarks bounds the files whose last mark a cache remembers.
+const maxMarks = 4096
+
+func newMarks() marks { return marks{at: map[uint64]uint64{}} }
+
+// mark records that ino was marked in generation gen (0: no file).
+func (m *marks) mark(ino, gen uint64) {
+	if ino == 0 {
+		return
+	}
+	if len(m.at) >= maxMarks {
+		m.reset(gen)
+	}
+	m.at[ino] = gen
+}
+
+// since reports whether ino may have been marked after generation gen.
+func (m *marks) since(ino, gen uint64) bool { return gen < m.floor || m.at[ino] > gen }
+
+// reset forgets the marks, as if every file was marked in gen.
+func (m *marks) reset(gen uint64) {
+	clear(m.at)
+	m.floor = gen
 }

@@ -30,39 +30,66 @@ func fileAttr(ino uint64, size int64, mtime int64) vfs.Attr {
 func attrKey(ino uint64) cacheKey { return cacheKey{cAttr, ino, ""} }
 
 // TestCacheKeepsWhatNoticesVouchFor: a watched file's entry, fetched
-// while notices flow and none came since, stays however long; anything
-// else (unwatched, notices off, a batch of notices applied during the
-// fetch) is held for CacheTTL only.
+// while notices flow and none of it came since, stays however long;
+// anything else (unwatched, notices off, a notice naming the file, or
+// for what was found by name its directory, applied during the fetch)
+// is held for CacheTTL only. Notices of other files leave it be: a
+// storm of changes elsewhere must not make a warm walk cold.
 func TestCacheKeepsWhatNoticesVouchFor(t *testing.T) {
+	const file, dir = 1, 50
 	tests := []struct {
 		name     string
 		watched  bool
 		notified bool
-		noticeIn bool // a batch of notices is applied while the reply is on its way
-		kept     bool // still held CacheTTL on
+		noticeIn []vfs.Change // applied while the reply is on its way
+		kept     bool         // still held CacheTTL on
+		held     bool         // the file is held as the notice says before the fetch
 	}{
-		{"watched, notices flowing", true, true, false, true},
-		{"not watched", false, true, false, false},
-		{"notices off", true, false, false, false},
-		{"a notice during the fetch", true, true, true, false},
+		{"watched, notices flowing", true, true, nil, true, false},
+		{"not watched", false, true, nil, false, false},
+		{"notices off", true, false, nil, false, false},
+		{"a notice of another file during the fetch", true, true, []vfs.Change{{Attr: fileAttr(99, 1, 1)}}, true, false},
+		{"a notice of a name in another directory", true, true, []vfs.Change{{Dir: 98, Name: "x", Attr: fileAttr(99, 1, 1)}}, true, false},
+		{"a notice of the file as held during the fetch", true, true, []vfs.Change{{Attr: fileAttr(file, 10, 1)}}, false, true},
+		{"a notice of a name in its directory", true, true, []vfs.Change{{Dir: dir, Name: "other"}}, false, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			c, clock := testCache(100)
 			c.notified = tc.notified
-			gen := c.since()
-			if tc.noticeIn {
-				c.apply([]vfs.Change{{Attr: fileAttr(99, 1, 1)}})
+			if tc.held {
+				c.put(attrKey(file), fileAttr(file, 10, 1), 1, true, c.since())
 			}
-			c.put(attrKey(1), fileAttr(1, 10, 1), 1, tc.watched, gen)
-			if _, ok := c.get(attrKey(1)); !ok {
+			gen := c.since()
+			if tc.noticeIn != nil {
+				c.apply(tc.noticeIn)
+			}
+			c.putVia(attrKey(file), fileAttr(file, 10, 1), 1, tc.watched, gen, dir)
+			if _, ok := c.get(attrKey(file)); !ok {
 				t.Fatal("not held at once")
 			}
 			clock.Advance(CacheTTL)
-			if _, ok := c.get(attrKey(1)); ok != tc.kept {
+			if _, ok := c.get(attrKey(file)); ok != tc.kept {
 				t.Errorf("held CacheTTL on: %v, want %v", ok, tc.kept)
 			}
 		})
+	}
+}
+
+// TestCacheMarksBounded: past maxMarks files marked, the marks are
+// forgotten and every reply fetched before is taken as marked.
+func TestCacheMarksBounded(t *testing.T) {
+	c, _ := testCache(100)
+	before := c.since()
+	for ino := uint64(1000); ino < 1000+maxMarks+1; ino++ {
+		c.dropFile(ino)
+	}
+	if len(c.dropped.at) > maxMarks {
+		t.Errorf("%d drops remembered, bound %d", len(c.dropped.at), maxMarks)
+	}
+	c.put(attrKey(1), fileAttr(1, 10, 1), 1, true, before)
+	if _, ok := c.get(attrKey(1)); ok {
+		t.Error("a reply fetched before the marks were forgotten is held")
 	}
 }
 

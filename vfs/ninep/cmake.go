@@ -98,6 +98,9 @@ func (n *node) known(name string) (kid *node, a vfs.Attr, found bool, err error)
 	if kid, a := n.fromListing(name); kid != nil {
 		return kid, a, true, nil
 	}
+	if kid, a := n.fromHeld(name); kid != nil {
+		return kid, a, true, nil
+	}
 	return nil, vfs.Attr{}, false, nil
 }
 

@@ -105,9 +105,13 @@ func (n *node) Attr(ctx context.Context) (vfs.Attr, error) {
 // heldStat is what the server said of a file (r, fetched in generation
 // gen), held: its attributes and, if it said so, that it has no
 // extended attributes.
-func (c *Client) heldStat(r *Rgetattr, gen uint64) vfs.Attr {
+func (c *Client) heldStat(r *Rgetattr, gen uint64) vfs.Attr { return c.heldStatVia(r, gen, 0) }
+
+// heldStatVia is heldStat of a file found by name in directory dir
+// (cache.putVia).
+func (c *Client) heldStatVia(r *Rgetattr, gen, dir uint64) vfs.Attr {
 	a := c.wireAttr(r)
-	c.putAttr(a, gen)
+	c.putAttrVia(a, gen, dir)
 	if !a.Volatile {
 		c.cache.putNoXattrs(r, gen)
 	}
@@ -129,9 +133,12 @@ func (c *Client) heldReply(r *Rgetattr) vfs.Attr {
 // putAttr holds a, fetched in generation gen. Only a gsvfs server marks
 // generated files by QID version 0; to a plain one (diod) it means
 // nothing, and its files are held.
-func (c *Client) putAttr(a vfs.Attr, gen uint64) {
+func (c *Client) putAttr(a vfs.Attr, gen uint64) { c.putAttrVia(a, gen, 0) }
+
+// putAttrVia is putAttr of a file found by name in directory dir.
+func (c *Client) putAttrVia(a vfs.Attr, gen, dir uint64) {
 	if !(a.Volatile && c.extended) {
-		c.cache.put(cacheKey{cAttr, a.Ino, ""}, a, 1, a.Watched, gen)
+		c.cache.putVia(cacheKey{cAttr, a.Ino, ""}, a, 1, a.Watched, gen, dir)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -186,7 +187,7 @@ func (n *node) LookupAttr(ctx context.Context, name string) (vfs.Node, vfs.Attr,
 		a, err := kid.Attr(ctx)
 		return kid, a, err
 	}
-	return kid, n.c.heldStat(&r.Attr, gen), nil
+	return kid, n.c.heldStatVia(&r.Attr, gen, n.qid.Path), nil
 }
 
 // walkAttrFid walks a new fid to the child name with Twalkgetattr. On
@@ -215,8 +216,10 @@ func (n *node) fromListing(name string) (*node, vfs.Attr) {
 	e, ok := n.listed.names[name]
 	// A file dropped since the batch was asked for (a notice of its
 	// name's change, removal included, or this client's own change)
-	// may be gone or other than listed.
-	if !ok || n.c.cache.droppedSince(e.Ino, n.listed.gen) {
+	// may be gone or other than listed; so may any name of a directory
+	// dropped since (a notice of one of its names, which may be this
+	// one: the batch's names were not held when it came).
+	if !ok || n.c.cache.droppedSince(e.Ino, n.listed.gen) || n.c.cache.droppedSince(n.qid.Path, n.listed.gen) {
 		return nil, vfs.Attr{}
 	}
 	delete(n.listed.names, name)
@@ -224,11 +227,47 @@ func (n *node) fromListing(name string) (*node, vfs.Attr) {
 	// Held as a stat's answer would be, so that what is asked of the
 	// node next (its xattrs' misses) is held as long.
 	if !e.Volatile {
-		n.c.cache.put(cacheKey{cAttr, e.Ino, ""}, *e, 1, e.Watched, n.listed.gen)
+		n.c.cache.putVia(cacheKey{cAttr, e.Ino, ""}, *e, 1, e.Watched, n.listed.gen, n.qid.Path)
 	}
 	// The QID's type as the server would give it: a directory's node
 	// lists from the cache only if it knows it is one.
 	return n.lazyKidLocked(name, QID{Path: e.Ino, Type: direntQIDType(e.Mode & syscall.S_IFMT)}, e.Gen), *e
+}
+
+// fromHeld makes the node of name from what the cache holds, without a
+// round trip: the directory's whole listing has the name, and the
+// file's own attributes are held (a notice of a change to either drops
+// it; the listing's copy of the attributes is not trusted, as a notice
+// of the file alone leaves the listing be). A warm walk whose kernel
+// entries expired, or were pushed out, then costs the server nothing.
+// On a server of this machine's disk the server is asked
+// (ClientOptions.Exact); a plain server has no walk by name with the
+// attributes, which such a node needs.
+func (n *node) fromHeld(name string) (*node, vfs.Attr) {
+	if n.c.exact || !n.c.extended {
+		return nil, vfs.Attr{}
+	}
+	v, ok := n.c.cache.get(cacheKey{cList, n.qid.Path, ""})
+	if !ok {
+		return nil, vfs.Attr{}
+	}
+	ents := v.([]vfs.DirEntry)
+	i := slices.IndexFunc(ents, func(e vfs.DirEntry) bool { return e.Name == name })
+	if i < 0 {
+		return nil, vfs.Attr{}
+	}
+	held, ok := n.c.cache.get(cacheKey{cAttr, ents[i].Ino, ""})
+	if !ok {
+		return nil, vfs.Attr{}
+	}
+	a := held.(vfs.Attr)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.forgotten { // its fid, which the node would walk from, may be gone
+		return nil, vfs.Attr{}
+	}
+	n.c.cache.walked(n.qid.Path, name, a.Ino)
+	return n.lazyKidLocked(name, QID{Path: a.Ino, Type: direntQIDType(a.Mode & syscall.S_IFMT)}, a.Gen), a
 }
 
 // lazyKidLocked is a node for the file name in n, whose QID is known,
