@@ -205,6 +205,19 @@ func (c *cache) get(k cacheKey) (any, bool) {
 	return e.val, true
 }
 
+// getVouched is get of what is held until a notice drops it (the
+// notices vouch for it), not for CacheTTL.
+func (c *cache) getVouched(k cacheKey) (any, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el := c.byKey[k]
+	if el == nil || !el.Value.(*cacheEntry).until.IsZero() {
+		return nil, false
+	}
+	c.lru.MoveToFront(el)
+	return el.Value.(*cacheEntry).val, true
+}
+
 // watched says whether the server reports changes to ino (and, for a
 // directory, to its entries), as far as the cache knows.
 func (c *cache) watched(ino uint64) bool {

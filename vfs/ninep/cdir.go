@@ -3,7 +3,6 @@ package ninep
 import (
 	"context"
 	"slices"
-	"sync"
 	"syscall"
 
 	"github.com/gsvfs/gsvfs/vfs"
@@ -65,13 +64,11 @@ func (f *dirFill) add(off uint64, out []vfs.DirEntry, err error) {
 // good. What a listing does not answer (fsync, locks) opens the
 // directory on the server then.
 type cachedDir struct {
-	n  *node
-	mu sync.Mutex
+	deferredOpen // d.real: the directory opened on the server
 	// held: ents is the cache's listing read from since the last read
-	// from the start; else the reads go to the server (real).
+	// from the start; else the reads go to the server (real). Under mu.
 	held bool
 	ents []vfs.DirEntry
-	real vfs.Handle
 }
 
 var (
@@ -91,7 +88,7 @@ func (n *node) cachedDir(flags int) *cachedDir {
 	if n.qid.Type&QTDir == 0 || flags&syscall.O_ACCMODE != syscall.O_RDONLY {
 		return nil
 	}
-	d := &cachedDir{n: n}
+	d := &cachedDir{deferredOpen: deferredOpen{n: n, flags: syscall.O_RDONLY, fill: true}}
 	if !d.rewind() {
 		return nil
 	}
@@ -149,56 +146,7 @@ func (d *cachedDir) WriteAt(context.Context, []byte, int64) (int, error) {
 	return 0, vfs.Error("write", "", syscall.EISDIR)
 }
 
-func (d *cachedDir) Attr(ctx context.Context) (vfs.Attr, error) { return d.n.Attr(ctx) }
-
-func (d *cachedDir) SetAttr(ctx context.Context, s vfs.SetAttr) (vfs.Attr, error) {
-	return d.n.SetAttr(ctx, s)
-}
-
-func (d *cachedDir) Sync(ctx context.Context) error {
-	h, err := d.opened(ctx)
-	if err != nil {
-		return err
-	}
-	return vfs.Sync(ctx, h)
-}
-
-func (d *cachedDir) Lock(ctx context.Context, r vfs.LockRequest) (vfs.Lock, error) {
-	if r.Cmd == vfs.LockClose && d.realHandle() == nil {
-		return vfs.Lock{}, nil
-	}
-	h, err := d.opened(ctx)
-	if err != nil {
-		return vfs.Lock{}, err
-	}
-	return h.(vfs.Locker).Lock(ctx, r)
-}
-
-func (d *cachedDir) realHandle() vfs.Handle {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.real
-}
-
-// opened is the directory opened on the server, once.
-func (d *cachedDir) opened(ctx context.Context) (vfs.Handle, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.real != nil {
-		return d.real, nil
-	}
-	h, err := d.n.openFilling(ctx, syscall.O_RDONLY)
-	if err != nil {
-		return nil, err
-	}
-	d.real = h
-	return h, nil
-}
-
 func (d *cachedDir) Close() error {
 	d.n.dropListed(d)
-	if h := d.realHandle(); h != nil {
-		return h.Close()
-	}
-	return nil
+	return d.closeReal()
 }

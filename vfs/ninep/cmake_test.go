@@ -3,6 +3,7 @@ package ninep
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -144,6 +145,8 @@ func TestListedDirsNest(t *testing.T) {
 
 // With the extensions an open is one round trip (a walk and an open
 // together), and a whole listing one more: the server says where it ends.
+// A listed file's open for reading is answered by the cache (clazy.go),
+// and its first read opens it: a walk and an open together again.
 func TestOpenAndListInOneRoundTripEach(t *testing.T) {
 	c, root, _ := extDisk(t, func(dir string) {
 		for _, n := range []string{"a", "b", "c"} {
@@ -165,7 +168,19 @@ func TestOpenAndListInOneRoundTripEach(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	openInOne(t, c, a, "a listed file").Close()
+	if got := costOf(c, func() { h, err = a.Open(ctx, os.O_RDWR) }); err != nil || got != 1 {
+		t.Fatalf("opening a listed file for writing: %d requests, %v; want 1", got, err)
+	}
+	h.Close()
+	var fh vfs.Handle
+	if got := costOf(c, func() { fh, err = a.Open(ctx, os.O_RDONLY) }); err != nil || got != 0 {
+		t.Fatalf("opening a listed file for reading: %d requests, %v; want 0", got, err)
+	}
+	defer fh.Close()
+	buf := make([]byte, 10)
+	if got := costOf(c, func() { _, err = fh.ReadAt(ctx, buf, 0) }); got != 2 || !(err == nil || err == io.EOF) || buf[0] != 'a' {
+		t.Errorf("first read of a file opened from the cache: %d requests, %q, %v; want 2 (its walk and open, the read), a", got, buf[:1], err)
+	}
 }
 
 // openInOne opens n for reading and checks it cost one request.

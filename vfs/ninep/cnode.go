@@ -329,9 +329,14 @@ func (n *node) made(ctx context.Context, name string) (vfs.Node, error) {
 	return child, nil
 }
 
-// Open lists a directory whose listing is cached without the server.
+// Open answers from the cache what it can without the server (clazy.go):
+// a directory whose listing is held, a stored file for reading whose
+// attributes the notices vouch for.
 func (n *node) Open(ctx context.Context, flags int) (vfs.Handle, error) {
 	if h := n.cachedDir(flags); h != nil {
+		return h, nil
+	}
+	if h := n.cachedFile(flags); h != nil {
 		return h, nil
 	}
 	return n.openFilling(ctx, flags)

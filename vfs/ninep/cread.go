@@ -35,6 +35,8 @@ import (
 //     count of content changes moved (ccache.go) is read anew.
 //  2. A read that reaches the end of the file drops the window: the next
 //     read asks the server, so a file that grew shows (TestWindowEndAskedAgain).
+//     A read cut short by the end says so (io.EOF), so that a small file
+//     costs one Tread (TestSmallFileOneRead).
 //  3. A chunk of a file the server does not watch is served for CacheTTL
 //     at most (TestUnwatchedWindowExpires).
 //  4. A file read in sequence has several reads in flight, and its
@@ -93,6 +95,13 @@ func (h *handle) readAhead(ctx context.Context, p []byte, off int64) (int, error
 	if ra.run == 0 || !ra.covers(off) && !ra.fill(h, off, off+int64(len(p))) {
 		n, err := h.c.readAt(ctx, h.fid, p, off)
 		ra.note(off, n)
+		if err == nil && n < len(p) {
+			// Stored content ends where a read comes back short: said
+			// so, the caller does not ask past it again (the FUSE edge
+			// fills its pages, a round trip more for each small file),
+			// and a window starts anew at the next read.
+			ra.run, err = 0, io.EOF
+		}
 		return n, err
 	}
 	ra.fill(h, off, off+int64(len(p))+min(raMax, max(ra.run, 2*raChunk)))
@@ -113,7 +122,7 @@ func (h *handle) readAhead(ctx context.Context, p []byte, off int64) (int, error
 		ra.drop(h.c)
 		ra.run = 0
 	}
-	if n == 0 && err == nil && len(p) > 0 {
+	if err == nil && n < len(p) && (eof || n == 0) {
 		err = io.EOF
 	}
 	return n, err

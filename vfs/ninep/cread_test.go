@@ -322,3 +322,23 @@ func TestWindowsTakeHalfTheMemory(t *testing.T) {
 		}
 	}
 }
+
+// TestSmallFileOneRead: a read cut short by the file's end says so
+// (io.EOF), in one Tread, so that a caller filling its buffer (the FUSE
+// edge fills each page) does not ask past the end again; a read from
+// the end then finds what was added since.
+func TestSmallFileOneRead(t *testing.T) {
+	g, h, c := grownFile(t, []byte("small"))
+	ctx := context.Background()
+	buf := make([]byte, 128<<10)
+	for round, want := range []string{"small", "small, grown"} {
+		var n int
+		var err error
+		if got := costOf(c, func() { n, err = h.ReadAt(ctx, buf, 0) }); got != 1 || n != len(want) || err != io.EOF {
+			t.Errorf("round %d: %d requests, %d bytes, %v; want 1, %d, EOF", round, got, n, err, len(want))
+		}
+		g.mu.Lock()
+		g.data = append(g.data, ", grown"...)
+		g.mu.Unlock()
+	}
+}

@@ -1,0 +1,168 @@
+package ninep
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/gsvfs/gsvfs/vfs"
+	"github.com/gsvfs/gsvfs/vfs/diskfs"
+)
+
+// readVia opens n with flags and reads it whole, returning the text and
+// the requests the open cost.
+func readVia(t *testing.T, c *Client, n vfs.Node, flags int) (string, int64) {
+	t.Helper()
+	ctx := context.Background()
+	var h vfs.Handle
+	var err error
+	cost := costOf(c, func() { h, err = n.Open(ctx, flags) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	got, err := vfs.ReadAll(ctx, h, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(got), cost
+}
+
+// TestCachedOpenSendsNothing (clazy.go's invariant 1): a stored file
+// whose attributes the notices vouch for opens for reading without a
+// request, stat through the handle included, and a close of it sends
+// nothing either; an open for writing, or with O_TRUNC, asks the server.
+func TestCachedOpenSendsNothing(t *testing.T) {
+	c, root, _ := extDisk(t, func(dir string) { mustWrite(t, filepath.Join(dir, "f"), "held") })
+	ctx := context.Background()
+	f, _, err := vfs.LookupAttr(ctx, root, "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := readVia(t, c, f, os.O_RDONLY); got != "held" {
+		t.Fatalf("first read: %q", got)
+	}
+	got := costOf(c, func() {
+		h, err := f.Open(ctx, os.O_RDONLY|syscall.O_NOATIME)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a, err := h.(vfs.HandleAttrer).Attr(ctx); err != nil || a.Size != 4 {
+			t.Errorf("stat through the handle: %+v, %v", a, err)
+		}
+		h.Close()
+	})
+	if got != 0 {
+		t.Errorf("open, fstat, close of a cached file: %d requests, want 0", got)
+	}
+	for _, flags := range []int{os.O_RDWR, os.O_WRONLY, os.O_RDONLY | os.O_TRUNC} {
+		var h vfs.Handle
+		if got := costOf(c, func() { h, err = f.Open(ctx, flags) }); err != nil || got != 1 {
+			t.Errorf("open with flags %#x: %d requests, %v; want 1", flags, got, err)
+		}
+		if h != nil {
+			h.Close()
+		}
+	}
+}
+
+// TestCachedOpenOnlyWhenVouched (invariant 1): where the notices do not
+// vouch for the file (held for CacheTTL only, or on a server of this
+// machine's disk), the open asks the server.
+func TestCachedOpenOnlyWhenVouched(t *testing.T) {
+	t.Run("held briefly", func(t *testing.T) {
+		c, root, _ := extDisk(t, func(dir string) { mustWrite(t, filepath.Join(dir, "f"), "x") })
+		ctx := context.Background()
+		f, _, err := vfs.LookupAttr(ctx, root, "f")
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, _ := f.Attr(ctx)
+		c.cache.putBrief(cacheKey{cAttr, a.Ino, ""}, a, 1) // as after this client's own change
+		if _, cost := readVia(t, c, f, os.O_RDONLY); cost != 1 {
+			t.Errorf("open of a file held briefly: %d requests, want 1", cost)
+		}
+	})
+	t.Run("exact", func(t *testing.T) {
+		dir := t.TempDir()
+		mustWrite(t, filepath.Join(dir, "f"), "x")
+		c, root := exactDisk(t, dir)
+		ctx := context.Background()
+		f, _, err := vfs.LookupAttr(ctx, root, "f")
+		if err != nil {
+			t.Fatal(err)
+		}
+		readVia(t, c, f, os.O_RDONLY)
+		if _, cost := readVia(t, c, f, os.O_RDONLY); cost == 0 {
+			t.Error("open on a server of this machine's disk answered by the cache")
+		}
+	})
+}
+
+// TestCachedOpenReadsTheServer (invariant 2): a file opened from the
+// cache reads what the server has, opening it there once, and takes
+// locks there.
+func TestCachedOpenReadsTheServer(t *testing.T) {
+	c, root, _ := extDisk(t, func(dir string) { mustWrite(t, filepath.Join(dir, "f"), "content") })
+	ctx := context.Background()
+	f, _, err := vfs.LookupAttr(ctx, root, "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readVia(t, c, f, os.O_RDONLY)
+	h, err := f.Open(ctx, os.O_RDONLY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	buf := make([]byte, 3)
+	for _, off := range []int64{0, 3} {
+		if n, err := h.ReadAt(ctx, buf, off); n != 3 || err != nil {
+			t.Fatalf("read at %d: %d, %v", off, n, err)
+		}
+	}
+	if string(buf) != "ten" {
+		t.Errorf("second read: %q, want ten", buf)
+	}
+	if _, err := h.(vfs.Locker).Lock(ctx, vfs.LockRequest{Cmd: vfs.LockSet, Lock: vfs.Lock{Type: vfs.LockRead, End: vfs.LockEOF}, Owner: vfs.LockOwner{Client: "test", ID: 1}}); err != nil {
+		t.Errorf("read lock through a cached open: %v", err)
+	}
+	if _, err := h.WriteAt(ctx, []byte("x"), 0); vfs.Errno(err) != syscall.EBADF {
+		t.Errorf("write through a read-only open: %v, want EBADF", err)
+	}
+}
+
+// TestCachedOpenAfterNotice (invariant 3): a file changed on the disk,
+// its notice come, opens on the server and reads the new content.
+func TestCachedOpenAfterNotice(t *testing.T) {
+	c, root, dir := extDisk(t, func(dir string) { mustWrite(t, filepath.Join(dir, "f"), "old") })
+	ctx := context.Background()
+	f, _, err := vfs.LookupAttr(ctx, root, "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readVia(t, c, f, os.O_RDONLY)
+	before := c.Notices().Changes
+	mustWrite(t, filepath.Join(dir, "f"), "new!")
+	noticesSettle(t, c, before, 1)
+	got, cost := readVia(t, c, f, os.O_RDONLY)
+	if got != "new!" || cost == 0 {
+		t.Errorf("after a change's notice: read %q, open cost %d requests; want new! and a request", got, cost)
+	}
+}
+
+// exactDisk serves dir to a client told the server shares its disk
+// (ClientOptions.Exact), its notices on.
+func exactDisk(t *testing.T, dir string) (*Client, vfs.Node) {
+	t.Helper()
+	d, err := diskfs.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, addr := serve(t, d.Root())
+	c, root := dialWith(t, addr, "", ClientOptions{Exact: true})
+	noticesOn(t, c)
+	return c, root
+}
