@@ -112,6 +112,8 @@ func replySize(m Message) int64 {
 		return int64(m.Count) + clientIOHeader
 	case *Treaddirplus:
 		return int64(m.Count) + clientIOHeader
+	case *Twalkreaddir:
+		return int64(m.Count) + clientIOHeader + rlopenSize
 	case *Twatch:
 		return int64(m.Count)
 	}

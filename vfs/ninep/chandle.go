@@ -37,6 +37,9 @@ type dirHandle struct {
 	// end entry), so a read from there finds nothing without asking.
 	ended bool
 	endAt uint64
+	// first: the entries the open brought (clist.go), for the first
+	// read from the start; nil once read, or if it brought none.
+	first *firstBatch
 }
 
 var (
@@ -195,7 +198,16 @@ func (d *dirHandle) batch(ctx context.Context, off uint64) (out []vfs.DirEntry, 
 	gen := d.c.cache.since() // what the batch's attributes are as of
 	var rr reply
 	var data []byte
-	if plus {
+	first := d.first
+	if off == 0 {
+		d.first = nil
+	}
+	// The open's entries serve the first read from the start, unless a
+	// change in the directory came since they were asked for (a read
+	// from the start lists it as it is then).
+	if first != nil && off == 0 && plus && !d.c.cache.droppedSince(d.ino, first.gen) {
+		data, gen = first.data, first.gen
+	} else if plus {
 		var r *Rreaddirplus
 		r, rr, err = call[*Rreaddirplus](ctx, d.c, &Treaddirplus{tr})
 		if err == nil {

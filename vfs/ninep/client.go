@@ -88,10 +88,13 @@ type Client struct {
 
 	host     *hostNumbers // the numbers the caller speaks
 	extended bool         // VersionExt negotiated; fixed before the client is returned
-	exact    bool         // ClientOptions.Exact
-	ids      *IDMap       // ClientOptions.IDs
-	notices  notices
-	cache    *cache
+	// noWalkReaddir: the server refused Twalkreaddir (an older gsvfs),
+	// so directories open and list in two requests.
+	noWalkReaddir atomic.Bool
+	exact         bool   // ClientOptions.Exact
+	ids           *IDMap // ClientOptions.IDs
+	notices       notices
+	cache         *cache
 
 	limits ClientLimits
 	behind *behind             // writes in flight (cwrite.go); nil: none are

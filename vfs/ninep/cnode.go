@@ -353,8 +353,13 @@ func (n *node) openFilling(ctx context.Context, flags int) (vfs.Handle, error) {
 	return h, err
 }
 
-// open opens a fid of its own on the file.
+// open opens a fid of its own on the file: a directory for reading with
+// its first entries in the same round trip, where the server can
+// (clist.go).
 func (n *node) open(ctx context.Context, flags int) (vfs.Handle, error) {
+	if h, ok, err := n.openListing(ctx, flags); ok {
+		return h, err
+	}
 	fid, r, err := n.openFid(ctx, flags)
 	if err != nil {
 		return nil, asErr("open", err)
@@ -395,6 +400,12 @@ func (c *Client) vouch(ctx context.Context, fid uint32) error {
 // request, which gives it its own fid too (the server then holds the
 // file, and watches a directory, for as long as the node lives).
 func (n *node) openFid(ctx context.Context, flags int) (uint32, *Rlopen, error) {
+	return n.openFidBy(ctx, flags, n.c.walkOpen)
+}
+
+// openFidBy is openFid sending the Twalkopen with send (which gives it
+// its new fid).
+func (n *node) openFidBy(ctx context.Context, flags int, send func(context.Context, *Twalkopen) (uint32, *Rlopen, error)) (uint32, *Rlopen, error) {
 	if !n.c.extended {
 		fid, err := n.clone(ctx)
 		if err != nil {
@@ -412,7 +423,7 @@ func (n *node) openFid(ctx context.Context, flags int) (uint32, *Rlopen, error) 
 	defer n.mu.Unlock()
 	dir := n.from
 	if dir == nil {
-		return n.c.walkOpen(ctx, &Twalkopen{NodeFid: NoFid, Twalk: Twalk{Fid: n.fid}, Flags: n.c.host.openToWire(flags)})
+		return send(ctx, &Twalkopen{NodeFid: NoFid, Twalk: Twalk{Fid: n.fid}, Flags: n.c.host.openToWire(flags)})
 	}
 	// The directory may itself have been made from a listing: it is
 	// walked first (readyAttr).
@@ -420,7 +431,7 @@ func (n *node) openFid(ctx context.Context, flags int) (uint32, *Rlopen, error) 
 		return 0, nil, err
 	}
 	nodeFid := n.c.newFid()
-	fid, r, err := n.c.walkOpen(ctx, &Twalkopen{NodeFid: nodeFid, Twalk: Twalk{Fid: dir.fid, Names: []string{n.name}}, Flags: n.c.host.openToWire(flags)})
+	fid, r, err := send(ctx, &Twalkopen{NodeFid: nodeFid, Twalk: Twalk{Fid: dir.fid, Names: []string{n.name}}, Flags: n.c.host.openToWire(flags)})
 	if err == nil && r.QID.Path != n.qid.Path { // another file has the name now
 		n.c.clunk(fid)
 		n.c.clunk(nodeFid)

@@ -108,6 +108,8 @@ func codecSamples() []struct {
 		{32, &Rclunkmany{}},
 		{33, &Twalkopen{2, Twalk{Fid: 0, NewFid: 1, Names: []string{"notes.txt"}}, syscall.O_RDWR}},
 		{33, &Rwalkopen{Rlopen{QID: q, Iounit: 8168}}},
+		{37, &Twalkreaddir{Twalkopen{2, Twalk{Fid: 0, NewFid: 1, Names: []string{"src"}}, syscall.O_RDONLY}, 8168}},
+		{37, &Rwalkreaddir{Rlopen{QID: q, Iounit: 8168}, Rreaddirplus{Rreaddir{Data: []byte{1, 2, 3}}}}},
 		{34, &Tsetattrget{Tsetattr{Fid: 1, Valid: SetattrMode | SetattrMtime | SetattrMtimeSet, Mode: 0o600, MtimeSec: 1700000000}}},
 		{34, &Rsetattrget{*attr}},
 		{35, &Tcreateget{NewFid: 2, NodeFid: 3, Tlcreate: Tlcreate{Fid: 1, Name: "new.txt", Flags: syscall.O_RDWR | syscall.O_EXCL, Mode: 0o644, Gid: 100}}},

@@ -27,6 +27,8 @@ func (c *conn) dispatchExt(ctx context.Context, m Message) (Message, error) {
 		return c.setattrget(ctx, m)
 	case *Tcreateget:
 		return c.createget(ctx, m)
+	case *Twalkreaddir:
+		return c.walkreaddir(ctx, m)
 	}
 	return c.dispatchBase(ctx, m)
 }
@@ -119,6 +121,29 @@ func (c *conn) walkopen(ctx context.Context, m *Twalkopen) (Message, error) {
 	}
 	return &Rwalkopen{*r.(*Rlopen)}, nil
 }
+
+// walkreaddir is walkopen, then readdirplus of the new fid from its
+// start; a failure of either leaves no new fid.
+func (c *conn) walkreaddir(ctx context.Context, m *Twalkreaddir) (Message, error) {
+	r, err := c.walkopen(ctx, &m.Twalkopen)
+	if err != nil {
+		return nil, err
+	}
+	// The open's answer goes ahead of the entries in the same frame.
+	count := min(m.Count, c.msize-rreadHeader-rlopenSize)
+	l, err := c.readdirplus(ctx, &Treaddirplus{Treaddir{Fid: m.NewFid, Count: count}})
+	if err != nil {
+		c.clunk(ctx, &Tclunk{fidMsg{m.NewFid}})
+		if m.NodeFid != NoFid {
+			c.clunk(ctx, &Tclunk{fidMsg{m.NodeFid}})
+		}
+		return nil, err
+	}
+	return &Rwalkreaddir{r.(*Rwalkopen).Rlopen, *l.(*Rreaddirplus)}, nil
+}
+
+// rlopenSize is an Rlopen's body: a qid and the iounit.
+const rlopenSize = 13 + 4
 
 // newFids checks the fids a request that makes two (newFid, and nodeFid
 // unless NoFid) from fid names: three different ones, nodeFid unused (a

@@ -91,6 +91,10 @@ const (
 	// of the file made.
 	msgTcreateget = 212
 	msgRcreateget = 213
+	// Walk to a new fid, open it and read its first entries with their
+	// attributes: a directory's listing in one round trip.
+	msgTwalkreaddir = 214
+	msgRwalkreaddir = 215
 )
 
 // Protocol constants.

@@ -15,6 +15,8 @@ package ninep
 //	Rsetattrget   (as Rgetattr)
 //	Tcreateget    newfid[4] nodefid[4] (then as Tlcreate)
 //	Rcreateget    qid[13] iounit[4] attr dirattr    (Rlcreate, then two Rgetattr bodies)
+//	Twalkreaddir  (as Twalkopen) count[4]
+//	Rwalkreaddir  qid[13] iounit[4] count[4] entries (Rwalkopen, then Rreaddirplus's body)
 //
 // An Rreaddirplus entry is an Rreaddir entry followed by the body of an
 // Rgetattr for it; valid 0 says the server could not stat it (it went
@@ -29,7 +31,11 @@ package ninep
 // attributes after it. Tcreateget is Tlcreate made on newfid, a clone of
 // fid (a directory's), which is left as it was; newfid stands on the new
 // file, open, nodefid (unless NoFid) on the new file too, not open, and
-// the reply has its attributes and then the directory's.
+// the reply has its attributes and then the directory's. Twalkreaddir
+// is Twalkopen followed by a Treaddirplus of newfid from offset 0 with
+// count; if the listing fails, no new fid is made. A server that does
+// not know it refuses it as any unknown type (EOPNOTSUPP), and the
+// client then walks, opens and lists in two requests.
 
 // MaxClunkMany is the most fids one Tclunkmany may carry.
 const MaxClunkMany = 1024
@@ -47,6 +53,8 @@ func init() {
 	messageTypes[msgRsetattrget] = func() Message { return new(Rsetattrget) }
 	messageTypes[msgTcreateget] = func() Message { return new(Tcreateget) }
 	messageTypes[msgRcreateget] = func() Message { return new(Rcreateget) }
+	messageTypes[msgTwalkreaddir] = func() Message { return new(Twalkreaddir) }
+	messageTypes[msgRwalkreaddir] = func() Message { return new(Rwalkreaddir) }
 }
 
 // isExtension reports whether m is one of gsvfs's extension messages.
@@ -122,6 +130,40 @@ func (m *Twalkopen) decode(d *decoder) {
 type Rwalkopen struct{ Rlopen }
 
 func (*Rwalkopen) msgType() uint8 { return msgRwalkopen }
+
+// Twalkreaddir is Twalkopen of a directory and a Treaddirplus of the
+// new fid from its start: what opening and listing a directory costs
+// in one round trip.
+type Twalkreaddir struct {
+	Twalkopen
+	Count uint32
+}
+
+func (*Twalkreaddir) msgType() uint8 { return msgTwalkreaddir }
+func (m *Twalkreaddir) encode(e *encoder) {
+	m.Twalkopen.encode(e)
+	e.u32(m.Count)
+}
+func (m *Twalkreaddir) decode(d *decoder) {
+	m.Twalkopen.decode(d)
+	m.Count = d.u32()
+}
+
+// Rwalkreaddir is the open's Rlopen and the listing's first entries.
+type Rwalkreaddir struct {
+	Rlopen
+	Rreaddirplus
+}
+
+func (*Rwalkreaddir) msgType() uint8 { return msgRwalkreaddir }
+func (m *Rwalkreaddir) encode(e *encoder) {
+	m.Rlopen.encode(e)
+	m.Rreaddirplus.encode(e)
+}
+func (m *Rwalkreaddir) decode(d *decoder) {
+	m.Rlopen.decode(d)
+	m.Rreaddirplus.decode(d)
+}
 
 // Tsetattrget is Tsetattr asking for the attributes it leaves, which a
 // client answers its caller with (and keeps).
