@@ -150,7 +150,7 @@ func (d *dirHandle) ReadDir(ctx context.Context, off uint64) ([]vfs.DirEntry, er
 const mountStatsAtOnce = 64
 
 // mountEntries describes the mount points from offset off on. Each is
-// stated for its inode number and type, all at once: under /mnt every
+// asked for its inode number and type, all at once: under /mnt every
 // one is a device's root, a round trip away, and one after another a
 // listing of 50 devices took 50 round trips (the answers stay in each
 // device link's cache, so the stats of the entries that follow a

@@ -56,7 +56,7 @@ func (r farRoot) Attr(ctx context.Context) (vfs.Attr, error) {
 // A listing of a directory of mount points whose roots are far (/mnt of
 // a gateway) asks all the roots at once, not one after another: 20
 // devices cost the listing one round trip, not 20.
-func TestMountPointsStatedAtOnce(t *testing.T) {
+func TestMountPointsAskedAtOnce(t *testing.T) {
 	const devices = 20
 	f := newFarRoots(devices)
 	tb := New()
