@@ -9,6 +9,12 @@ import (
 	"github.com/gsvfs/gsvfs/vfs"
 )
 
+// What the gateway keeps of each device's root for while it is offline
+// (rememberRoot), checked by the test named:
+//  1. Once the gateway is closed, its store holds each device's root as
+//     last read online, so that a restarted gateway shows it so
+//     (TestOfflineRootKeepsLastAttr).
+
 // deviceRoot is /mnt/ID: the device's tree across its links (package
 // relink re-walks paths and reopens files when the device comes back).
 // While the device is offline every call under it fails at once with
