@@ -40,6 +40,7 @@ type Gateway struct {
 	served  []servedGateway    // guarded by mu
 	mounted map[string]bool    // ids mounted at /mnt/ID; guarded by mu
 	trees   sync.Map           // id → *relink.Tree of /mnt/ID (remote.go)
+	kept    keptRoots          // roots read, on their way to the store (remote.go)
 
 	mu      sync.Mutex
 	devices map[string]*device
@@ -513,6 +514,7 @@ func (g *Gateway) Close() {
 	for _, s := range served {
 		s.conn.Close()
 	}
+	g.kept.wait() // what was read of the roots is in the store
 }
 
 // isSuperseded reports whether h comes from a daemon that a newer one of

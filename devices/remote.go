@@ -1,12 +1,19 @@
 package devices
 
 import (
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/gsvfs/gsvfs/internal/relink"
 	"github.com/gsvfs/gsvfs/vfs"
 )
+
+// What the gateway keeps of each device's root for while it is offline
+// (rememberRoot), checked by the test named:
+//  1. Once the gateway is closed, its store holds each device's root as
+//     last read online, so that a restarted gateway shows it so
+//     (TestOfflineRootKeepsLastAttr).
 
 // deviceRoot is /mnt/ID: the device's tree across its links (package
 // relink re-walks paths and reopens files when the device comes back).
@@ -40,10 +47,75 @@ func (g *Gateway) relinked(id string) {
 // rememberRoot keeps the attributes of device id's root as read on a new
 // link. Only a directory's permission bits, owner and times are kept:
 // whatever a device answers, /mnt/ID offline is a directory.
+//
+// The store is written behind, by one writer at a time, with every root
+// read since its last write at once: the first read of a root on a link
+// is a stat that a caller waits for (a listing of /mnt reads 50 roots
+// at once), and a store write, synced to disk, for each one after
+// another made that listing wait on the disk 50 times.
 func (g *Gateway) rememberRoot(id string, a vfs.Attr) {
-	r := keptRoot(a)
-	if err := g.store.SetLastRoot(id, r); err != nil {
-		g.log.Warn("could not keep the device's root attributes for while it is offline", "device", id, "err", err)
+	if g.kept.add(id, keptRoot(a)) {
+		go g.keepRoots()
+	}
+}
+
+// keptRoots is the device roots read and not yet written to the store.
+type keptRoots struct {
+	mu      sync.Mutex
+	roots   map[string]RootAttr // by device id, the latest read of each
+	writing bool                // keepRoots runs
+	idle    *sync.Cond          // on mu: keepRoots ended
+}
+
+// add notes device id's root r, and reports whether a writer must start.
+func (k *keptRoots) add(id string, r RootAttr) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.roots == nil {
+		k.roots = map[string]RootAttr{}
+	}
+	k.roots[id] = r
+	start := !k.writing
+	k.writing = true
+	return start
+}
+
+// take hands the writer what is noted, or ends it (nil) when nothing is.
+func (k *keptRoots) take() map[string]RootAttr {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	roots := k.roots
+	k.roots = nil
+	if len(roots) == 0 {
+		k.writing = false
+		k.cond().Broadcast()
+	}
+	return roots
+}
+
+// wait returns once no writer runs.
+func (k *keptRoots) wait() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for k.writing {
+		k.cond().Wait()
+	}
+}
+
+// cond is idle, made on first use; called with mu held.
+func (k *keptRoots) cond() *sync.Cond {
+	if k.idle == nil {
+		k.idle = sync.NewCond(&k.mu)
+	}
+	return k.idle
+}
+
+// keepRoots writes the roots remembered to the store until none is left.
+func (g *Gateway) keepRoots() {
+	for roots := g.kept.take(); roots != nil; roots = g.kept.take() {
+		if err := g.store.SetLastRoots(roots); err != nil {
+			g.log.Warn("could not keep the devices' root attributes for while they are offline", "devices", len(roots), "err", err)
+		}
 	}
 }
 

@@ -612,15 +612,22 @@ func (s *Store) LastRoot(id string) *RootAttr {
 	return r
 }
 
-// SetLastRoot records device id's root as seen online now; a device the
-// store does not know is not added.
-func (s *Store) SetLastRoot(id string, r RootAttr) error {
+// SetLastRoots records devices' roots, by id, as seen online now, in one
+// write; a device the store does not know is not added.
+func (s *Store) SetLastRoots(roots map[string]RootAttr) error {
 	return s.update(func(st *storeState) error {
-		d := st.Devices[id]
-		if d == nil || d.Root != nil && *d.Root == r {
+		changed := false
+		for id, r := range roots {
+			d := st.Devices[id]
+			if d == nil || d.Root != nil && *d.Root == r {
+				continue
+			}
+			d.Root = &r
+			changed = true
+		}
+		if !changed {
 			return errUnchanged
 		}
-		d.Root = &r
 		return nil
 	})
 }

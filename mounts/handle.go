@@ -5,6 +5,8 @@ import (
 	"slices"
 	"syscall"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/gsvfs/gsvfs/vfs"
 )
 
@@ -113,18 +115,13 @@ type dirHandle struct {
 
 func (d *dirHandle) ReadDir(ctx context.Context, off uint64) ([]vfs.DirEntry, error) {
 	k := uint64(len(d.mounts))
+	if off < k {
+		return d.mountEntries(ctx, off)
+	}
+	if d.dr == nil {
+		return nil, nil
+	}
 	var out []vfs.DirEntry
-	for i := off; i < k; i++ {
-		e, err := d.mountEntry(ctx, d.mounts[i])
-		if err != nil {
-			return nil, err
-		}
-		e.Next = i + 1
-		out = append(out, e)
-	}
-	if d.dr == nil || len(out) > 0 {
-		return out, nil
-	}
 	for {
 		entries, err := d.dr.ReadDir(ctx, vfs.UnshiftDirOffset(off, k))
 		if err != nil || len(entries) == 0 {
@@ -147,6 +144,34 @@ func (d *dirHandle) ReadDir(ctx context.Context, off uint64) ([]vfs.DirEntry, er
 			return out, nil
 		}
 	}
+}
+
+// mountStatsAtOnce bounds the mount points a listing stats at once.
+const mountStatsAtOnce = 64
+
+// mountEntries describes the mount points from offset off on. Each is
+// asked for its inode number and type, all at once: under /mnt every
+// one is a device's root, a round trip away, and one after another a
+// listing of 50 devices took 50 round trips (the answers stay in each
+// device link's cache, so the stats of the entries that follow a
+// listing with attributes cost none).
+func (d *dirHandle) mountEntries(ctx context.Context, off uint64) ([]vfs.DirEntry, error) {
+	names := d.mounts[off:]
+	out := make([]vfs.DirEntry, len(names))
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(mountStatsAtOnce)
+	for i, name := range names {
+		g.Go(func() error {
+			e, err := d.mountEntry(ctx, name)
+			e.Next = off + uint64(i) + 1
+			out[i] = e
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // mountEntry describes the mount point (or the way to one) called name.

@@ -402,5 +402,12 @@ func (n *node) RemoveXattr(ctx context.Context, name string) (err error) {
 }
 
 // Quick passes on the mounted tree's promise; the namespace's own
-// directories are in memory (vfs.Quick).
-func (n *node) Quick() bool { return n.virtual() || vfs.IsQuick(n.inner) }
+// directories are in memory (vfs.Quick). Either way a listing stats the
+// mount points beneath (dirHandle.mountEntries), so a directory holding
+// one that is not quick (a device's root, under /mnt) is not quick
+// either: a 9P edge that listed it on the goroutine reading its
+// connection left the connection unread for as long as the devices took
+// to answer, and its client, hearing nothing, gave the connection up.
+func (n *node) Quick() bool {
+	return (n.virtual() || vfs.IsQuick(n.inner)) && n.t.childMountsQuick(n.path)
+}

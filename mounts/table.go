@@ -244,6 +244,20 @@ func (t *Table) childMounts(dir string) []string {
 	return names
 }
 
+// childMountsQuick reports whether every mount point just beneath dir
+// has a quick root (vfs.Quick); the ways to deeper ones are virtual
+// directories, which stat in memory.
+func (t *Table) childMountsQuick(dir string) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	for mp, m := range t.mounts {
+		if isBelow(mp, dir) && !strings.Contains(strings.TrimPrefix(mp[len(dir):], "/"), "/") && !vfs.IsQuick(m.root) {
+			return false
+		}
+	}
+	return true
+}
+
 // virtualIno returns the stable inode number of the virtual directory p.
 func (t *Table) virtualIno(p string) uint64 { return t.virtInos.Of(p) }
 

@@ -1,12 +1,15 @@
 // Command devscale joins many devices to one running gateway and
 // measures what they cost it: its resident memory per idle device, how
-// long `ls -l /sys/devices` takes through its mount, and whether devices
-// joining and leaving slow a stat on another device.
+// long `ls -l /sys/devices` takes through its mount, what the first
+// `ls -la /mnt` costs (its time and the requests it sent the devices),
+// and whether devices joining and leaving slow a stat on another device.
 //
-//	devscale -root GATEWAY_STATE -mnt GATEWAY_MOUNT -pid GATEWAY_PID -n 100
+//	devscale -root GATEWAY_STATE -mnt GATEWAY_MOUNT -pid GATEWAY_PID -n 100 [-dial ADDR]
 //
 // The devices run in this process, each with its own key, token and TLS
-// link, serving a one-file tree. Run by bench/devicebench.sh.
+// link, serving a one-file tree. They dial the gateway at -dial (a delay
+// proxy before it, say), else where it listens. Run by
+// bench/devicebench.sh.
 package main
 
 import (
@@ -33,6 +36,7 @@ func main() {
 	mnt := flag.String("mnt", "", "where the gateway's tree is mounted")
 	pid := flag.Int("pid", 0, "the gateway daemon's pid")
 	n := flag.Int("n", 100, "devices to join")
+	dial := flag.String("dial", "", "the address the devices dial (default: where the gateway listens)")
 	flag.Parse()
 	private := filepath.Join(*root, "private")
 	store, err := devices.OpenStore(private)
@@ -42,6 +46,9 @@ func main() {
 	addrs, err := os.ReadFile(filepath.Join(private, "listen"))
 	check(err)
 	addr := strings.Fields(string(addrs))[0]
+	if *dial != "" {
+		addr = *dial
+	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 
 	before := rss(*pid)
@@ -75,6 +82,16 @@ func main() {
 	time.Sleep(2 * time.Second) // let the links go idle
 	after := rss(*pid)
 
+	// The first listing of /mnt with attributes: nothing has asked the
+	// devices' roots yet on these links.
+	sent := deviceRequests(*mnt)
+	t0 := time.Now()
+	if out, err := exec.Command("ls", "-la", filepath.Join(*mnt, "mnt")).CombinedOutput(); err != nil {
+		log.Fatalf("ls -la /mnt: %v: %s", err, out)
+	}
+	lsMnt := time.Since(t0)
+	lsMntSent, lsMntMost := sentSince(sent, deviceRequests(*mnt))
+
 	var ls []time.Duration
 	for range 7 {
 		t0 := time.Now()
@@ -102,6 +119,7 @@ func main() {
 	fmt.Printf("| gateway resident memory per idle device | %.2f MiB (%d -> %d MiB) |\n",
 		float64(after-before)/float64(*n)/1024, before/1024, after/1024)
 	fmt.Printf("| `ls -l /sys/devices`, median of 7 | %.1f ms |\n", ms(median(ls)))
+	fmt.Printf("| first `ls -la /mnt` of %d devices | %.1f ms, %d requests to them but probes (at most %d to one) |\n", *n, ms(lsMnt), lsMntSent, lsMntMost)
 	fmt.Printf("| reading a device's file, p50 / p99, quiet | %.2f / %.2f ms |\n", ms(pct(statQuiet, 50)), ms(pct(statQuiet, 99)))
 	fmt.Printf("| the same while other devices leave and join | %.2f / %.2f ms |\n", ms(pct(statChurn, 50)), ms(pct(statChurn, 99)))
 	for i := 1; i <= *n; i++ {
@@ -139,6 +157,40 @@ func online(mnt string) int {
 		}
 	}
 	return k
+}
+
+// deviceRequests is the requests the gateway has sent each device, from
+// its /sys/stats, less the flushes: a link that has been silent a while
+// is probed with one, whatever the workload.
+func deviceRequests(mnt string) map[string]int64 {
+	b, err := os.ReadFile(filepath.Join(mnt, "sys/stats"))
+	check(err)
+	out := map[string]int64{}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 || f[0] != "device" || f[2] != "requests" {
+			continue
+		}
+		for i := 3; i+1 < len(f); i += 2 {
+			var n int64
+			fmt.Sscan(f[i+1], &n)
+			if f[i] != "flush" {
+				out[f[1]] += n
+			}
+		}
+	}
+	return out
+}
+
+// sentSince is how many requests went to the devices between two
+// readings of deviceRequests, in all and at most to one.
+func sentSince(before, after map[string]int64) (all, most int64) {
+	for id, n := range after {
+		d := n - before[id]
+		all += d
+		most = max(most, d)
+	}
+	return all, most
 }
 
 // rss is a process's resident memory in KiB.

@@ -1,0 +1,91 @@
+//go:build linux
+
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gsvfs/gsvfs/internal/testenv"
+)
+
+// `ls -la /mnt` of a gateway with devices a round trip away, the first
+// since they joined, through a mount of the gateway's socket: it lists
+// every device with its mode, asks each online device at most one
+// request, and asks an offline one nothing. Before, the gateway asked
+// the devices' roots one after another on the goroutine that read the
+// mount's connection: the mount heard nothing for devices × round trip,
+// gave the connection up, and ls failed with EIO.
+func TestListingOfDevicesAtDelay(t *testing.T) {
+	const online, delay = 5, 100 * time.Millisecond
+	gw, sock := startServe(t, "--listen", "tls:127.0.0.1:0")
+	dial := startDelayProxy(t, "127.0.0.1:0", "127.0.0.1:"+gatewayPort(t, gw.Root), delay)
+	var ids []string
+	devs := map[string]*daemon{}
+	for i := range online + 1 {
+		id := fmt.Sprintf("d%d", i)
+		root := filepath.Join(t.TempDir(), id)
+		d := launch(t, &daemon{Root: root}, "serve", "--root", root, "--device", id, "--join", joinToken(t, gw.Root, id, dial))
+		t.Cleanup(func() { d.stop(t) })
+		ids, devs[id] = append(ids, id), d
+	}
+	m := mountServer(t, sock.String())
+	for _, id := range ids { // joined through the proxy, later
+		testenv.WaitFor(t, 60*time.Second, id+" joined", func() bool {
+			_, err := os.Stat(m.Path("sys/devices/" + id))
+			return err == nil
+		})
+		waitOnline(t, m.Mnt, id, true, 30*time.Second)
+	}
+	gone := ids[online]
+	testenv.Run(t, m.Mnt, "stat", m.Path("mnt/"+gone)) // its root seen online
+	devs[gone].stop(t)
+	waitOnline(t, m.Mnt, gone, false, 30*time.Second)
+
+	stats := m.Path("sys/stats")
+	before := deviceRequests(t, stats)
+	out := testenv.Run(t, m.Mnt, "ls", "-la", m.Path("mnt"))
+	after := deviceRequests(t, stats)
+	for _, id := range ids {
+		if !regexp.MustCompile(`(?m)^dr-x------ .* ` + id + `$`).MatchString(out) {
+			t.Errorf("ls -la /mnt shows no directory %s of the gateway's owner:\n%s", id, out)
+		}
+		want := int64(1)
+		if id == gone {
+			want = 0
+		}
+		if n := after[id] - before[id]; n > want {
+			t.Errorf("ls -la /mnt sent %s %d requests, want at most %d", id, n, want)
+		}
+	}
+}
+
+// deviceRequests reads how many requests the gateway has sent each
+// device from its /sys/stats, less the flushes that probe a quiet link.
+func deviceRequests(t *testing.T, stats string) map[string]int64 {
+	t.Helper()
+	b, err := os.ReadFile(stats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int64{}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 || f[0] != "device" || f[2] != "requests" {
+			continue
+		}
+		for i := 3; i+1 < len(f); i += 2 {
+			n, _ := strconv.ParseInt(f[i+1], 10, 64)
+			if f[i] != "flush" {
+				out[f[1]] += n
+			}
+		}
+	}
+	return out
+}
