@@ -34,7 +34,11 @@ import (
 //     TestDiskTruncateMidPageEndsRead). A chunk sent before the file's
 //     count of content changes moved (ccache.go) is read anew.
 //  2. A read that reaches the end of the file drops the window: the next
-//     read asks the server, so a file that grew shows (TestWindowEndAskedAgain).
+//     read asks the server, so a file that grew shows (TestWindowEndAskedAgain);
+//     a reader that keeps reading at the end of a growing file (tail -f)
+//     sends one Tread per read, and no window (TestReadAtEndOneTread).
+//     A read comes short only at the end (vfs.Handle): a chunk that
+//     failed after others were copied leaves the rest to a direct read.
 //  3. A chunk of a file the server does not watch is served for CacheTTL
 //     at most (TestUnwatchedWindowExpires).
 //  4. A file read in sequence has several reads in flight, and its
@@ -93,6 +97,12 @@ func (h *handle) readAhead(ctx context.Context, p []byte, off int64) (int, error
 	if ra.run == 0 || !ra.covers(off) && !ra.fill(h, off, off+int64(len(p))) {
 		n, err := h.c.readAt(ctx, h.fid, p, off)
 		ra.note(off, n)
+		if n < len(p) {
+			// The end, as a window's end (below): no window starts
+			// from it, so a reader that keeps reading where a growing
+			// file ends (tail -f) sends one Tread per read.
+			ra.run = 0
+		}
 		return n, err
 	}
 	ra.fill(h, off, off+int64(len(p))+min(raMax, max(ra.run, 2*raChunk)))
@@ -261,7 +271,9 @@ func (ra *readAhead) copy(ctx context.Context, c *Client, p []byte, off int64) (
 		if f.err != nil {
 			ra.drop(c) // the next read asks again
 			if done > 0 {
-				return done, true, nil
+				// Not the end: the rest is asked directly, so what
+				// comes short is the file's end alone (vfs.Handle).
+				return done, false, nil
 			}
 			return 0, false, f.err
 		}
