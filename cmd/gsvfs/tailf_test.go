@@ -21,9 +21,9 @@ import (
 const tailLines = 20
 
 // TestTailFollowsDeviceFile is issue 30's tail -f: GNU tail follows a
-// file a program on the device appends to, through /mnt/ID with 25 ms
-// added each way, every line in order, whether the writer opens the
-// file for each line (echo >> f) or keeps it open. tail polls a FUSE
+// file a program on the device appends to, through /mnt/ID with no delay
+// and with 25 ms added each way, every line in order, whether the writer
+// opens the file for each line (echo >> f) or keeps it open. tail polls a FUSE
 // file (fstat, then a read of what grew); each of its reads costs the
 // device one read at most, so it is back before the next line comes.
 // Before the fix one read of the kernel chased the growing file (the
@@ -35,9 +35,19 @@ func TestTailFollowsDeviceFile(t *testing.T) {
 	if _, err := exec.LookPath("tail"); err != nil {
 		t.Skipf("SKIPPED: no tail: %v", err)
 	}
+	for _, delay := range []time.Duration{0, 25 * time.Millisecond} {
+		t.Run(fmt.Sprint("delay=", delay), func(t *testing.T) { testTailFollows(t, delay) })
+	}
+}
+
+func testTailFollows(t *testing.T, delay time.Duration) {
 	host := newNetHost(t, 13)
 	gw, sock := startServe(t, "--listen", "tls:0.0.0.0:0")
-	dial := startDelayProxy(t, host.hostIP+":0", "127.0.0.1:"+gatewayPort(t, gw.Root), 25*time.Millisecond)
+	port := gatewayPort(t, gw.Root)
+	dial := host.hostIP + ":" + port
+	if delay > 0 {
+		dial = startDelayProxy(t, host.hostIP+":0", "127.0.0.1:"+port, delay)
+	}
 	src := filepath.Join(t.TempDir(), "src")
 	if err := os.MkdirAll(src, 0o755); err != nil {
 		t.Fatal(err)
