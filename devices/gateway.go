@@ -514,7 +514,7 @@ func (g *Gateway) Close() {
 	for _, s := range served {
 		s.conn.Close()
 	}
-	g.kept.wait() // what was read of the roots is in the store
+	g.kept.close() // what was read of the roots is in the store, and nothing comes after
 }
 
 // isSuperseded reports whether h comes from a daemon that a newer one of

@@ -64,6 +64,7 @@ type keptRoots struct {
 	mu      sync.Mutex
 	roots   map[string]RootAttr // by device id, the latest read of each
 	writing bool                // keepRoots runs
+	closed  bool                // the gateway closed: nothing more is written
 	idle    *sync.Cond          // on mu: keepRoots ended
 }
 
@@ -71,6 +72,9 @@ type keptRoots struct {
 func (k *keptRoots) add(id string, r RootAttr) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if k.closed {
+		return false // a stat answered as the gateway closes: its store is done with
+	}
 	if k.roots == nil {
 		k.roots = map[string]RootAttr{}
 	}
@@ -93,10 +97,11 @@ func (k *keptRoots) take() map[string]RootAttr {
 	return roots
 }
 
-// wait returns once no writer runs.
-func (k *keptRoots) wait() {
+// close returns once no writer runs, and starts none after.
+func (k *keptRoots) close() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	k.closed = true
 	for k.writing {
 		k.cond().Wait()
 	}

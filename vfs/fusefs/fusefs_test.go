@@ -4,10 +4,13 @@ package fusefs
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -282,5 +285,64 @@ func TestDaemonTruncateRefused(t *testing.T) {
 	})
 	if err := syscall.Truncate(filepath.Join(dir, "f"), 1); err != syscall.EPERM {
 		t.Errorf("the daemon's truncate of its own mount's file: %v, want %v", err, syscall.EPERM)
+	}
+}
+
+// growing is a stored file that grows by a line after each read, as a
+// file a writer appends to while each read is a round trip away.
+type growing struct {
+	*vfs.TextFile
+	mu    sync.Mutex
+	data  []byte
+	reads atomic.Int64
+}
+
+func (g *growing) Attr(ctx context.Context) (vfs.Attr, error) {
+	a, err := g.TextFile.Attr(ctx)
+	g.mu.Lock()
+	a.Size = int64(len(g.data))
+	g.mu.Unlock()
+	return a, err
+}
+
+func (g *growing) Open(context.Context, int) (vfs.Handle, error) { return growingHandle{g}, nil }
+
+type growingHandle struct{ g *growing }
+
+func (h growingHandle) ReadAt(_ context.Context, p []byte, off int64) (int, error) {
+	g := h.g
+	g.reads.Add(1)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := 0
+	if off < int64(len(g.data)) {
+		n = copy(p, g.data[off:])
+	}
+	g.data = fmt.Appendf(g.data, "line %d\n", g.reads.Load())
+	if n == 0 {
+		return 0, io.EOF
+	}
+	return n, nil // fewer bytes: the end, as the 9P client says it
+}
+
+func (growingHandle) WriteAt(context.Context, []byte, int64) (int, error) {
+	return 0, syscall.EBADF
+}
+
+func (growingHandle) Close() error { return nil }
+
+// TestShortReadEndsRead: one read of the kernel is one read of the
+// handle when it comes short: that is the file's end, and asking again
+// there chases a file that grows while it is read (tail -f of a file a
+// device appends to waited until the kernel's buffer filled).
+func TestShortReadEndsRead(t *testing.T) {
+	g := &growing{TextFile: vfs.NewTextFile(nil), data: []byte("line 0\n")}
+	dir := mountTree(t, vfs.NewStaticDir(map[string]vfs.Node{"f": g}))
+	out, err := child(10*time.Second, "dd", "if="+filepath.Join(dir, "f"), "bs=4096", "count=1", "status=none")
+	if err != nil || out != "line 0\n" {
+		t.Errorf("dd of a page: %q, %v; want %q", out, err, "line 0\n")
+	}
+	if got := g.reads.Load(); got != 1 {
+		t.Errorf("reads of the handle for one short read: %d, want 1", got)
 	}
 }

@@ -129,26 +129,19 @@ func (f *fileHandle) ioCtx(ctx context.Context) context.Context {
 	return f.srv.reqCtx(ctx)
 }
 
-// Read fills dest from off. For stored content it reads until dest is full
-// or the end, because the kernel takes a short read of a cached file as
-// its end; volatile content returns what one read gives.
+// Read fills dest from off with one read of the handle. A read that
+// comes short is the file's end (vfs.Handle), and the kernel takes it
+// for the end of a cached file too, so nothing is asked past it: asking
+// again where the read stopped would chase a file that grows as it is
+// read (tail -f of a file being appended to on a device: each further
+// read, a round trip later, finds the next line, and the reader waits
+// until dest fills). Volatile content returns what one read gives alike.
 func (f *fileHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	ctx = f.ioCtx(ctx)
-	got := 0
-	for got < len(dest) {
-		n, err := f.h.ReadAt(ctx, dest[got:], off+int64(got))
-		got += n
-		if errors.Is(err, io.EOF) || (err == nil && (n == 0 || f.volatile)) {
-			break
-		}
-		if err != nil {
-			if got > 0 {
-				break
-			}
-			return nil, f.srv.toErrno("read", err)
-		}
+	n, err := f.h.ReadAt(f.ioCtx(ctx), dest, off)
+	if err != nil && !errors.Is(err, io.EOF) && n == 0 {
+		return nil, f.srv.toErrno("read", err)
 	}
-	return fuse.ReadResultData(dest[:got]), 0
+	return fuse.ReadResultData(dest[:n]), 0
 }
 
 func (f *fileHandle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {

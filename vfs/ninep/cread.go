@@ -34,9 +34,13 @@ import (
 //     TestDiskTruncateMidPageEndsRead). A chunk sent before the file's
 //     count of content changes moved (ccache.go) is read anew.
 //  2. A read that reaches the end of the file drops the window: the next
-//     read asks the server, so a file that grew shows (TestWindowEndAskedAgain).
-//     A read cut short by the end says so (io.EOF), so that a small file
-//     costs one Tread (TestSmallFileOneRead).
+//     read asks the server, so a file that grew shows (TestWindowEndAskedAgain);
+//     a reader that keeps reading at the end of a growing file (tail -f)
+//     sends one Tread per read, and no window (TestReadAtEndOneTread).
+//     A read comes short only at the end (vfs.Handle), and says so
+//     (io.EOF), so a small file costs one Tread (TestSmallFileOneRead):
+//     a chunk that failed after others were copied leaves the rest to a
+//     direct read.
 //  3. A chunk of a file the server does not watch is served for CacheTTL
 //     at most (TestUnwatchedWindowExpires).
 //  4. A file read in sequence has several reads in flight, and its
@@ -95,12 +99,16 @@ func (h *handle) readAhead(ctx context.Context, p []byte, off int64) (int, error
 	if ra.run == 0 || !ra.covers(off) && !ra.fill(h, off, off+int64(len(p))) {
 		n, err := h.c.readAt(ctx, h.fid, p, off)
 		ra.note(off, n)
-		if err == nil && n < len(p) {
-			// Stored content ends where a read comes back short: said
-			// so, the caller does not ask past it again (the FUSE edge
-			// fills its pages, a round trip more for each small file),
-			// and a window starts anew at the next read.
-			ra.run, err = 0, io.EOF
+		if n < len(p) {
+			// The end, as a window's end (below): no window starts
+			// from it, so a reader that keeps reading where a growing
+			// file ends (tail -f) sends one Tread per read; and it says
+			// so, so that a caller filling its buffer does not ask past
+			// it again.
+			ra.run = 0
+			if err == nil {
+				err = io.EOF
+			}
 		}
 		return n, err
 	}
@@ -109,6 +117,7 @@ func (h *handle) readAhead(ctx context.Context, p []byte, off int64) (int, error
 	if err == nil && !eof && n < len(p) { // past what memory let the window hold
 		var more int
 		more, err = h.c.readAt(ctx, h.fid, p[n:], off+int64(n))
+		eof = n+more < len(p) // a direct read comes short only at the end
 		if n += more; err == io.EOF {
 			err = nil
 		}
@@ -270,7 +279,9 @@ func (ra *readAhead) copy(ctx context.Context, c *Client, p []byte, off int64) (
 		if f.err != nil {
 			ra.drop(c) // the next read asks again
 			if done > 0 {
-				return done, true, nil
+				// Not the end: the rest is asked directly, so what
+				// comes short is the file's end alone (vfs.Handle).
+				return done, false, nil
 			}
 			return 0, false, f.err
 		}

@@ -257,6 +257,36 @@ func TestWindowEndAskedAgain(t *testing.T) {
 	}
 }
 
+// TestReadAtEndOneTread: a reader that keeps reading where a growing file
+// ends, a page at a time from the page's start as the kernel does under
+// tail -f, sends one Tread per read and no window: a window's chunks past
+// the end cost round trips (and their flushes) the reader waits behind.
+func TestReadAtEndOneTread(t *testing.T) {
+	g, h, c := grownFile(t, []byte("line 0\n"))
+	buf := make([]byte, 4096)
+	for i := 1; i <= 5; i++ {
+		g.mu.Lock()
+		g.data = fmt.Appendf(g.data, "line %d\n", i)
+		want := string(g.data)
+		g.mu.Unlock()
+		before := c.SentByType()
+		n, err := h.ReadAt(context.Background(), buf, 0)
+		if err != nil && err != io.EOF {
+			t.Fatal(err)
+		}
+		after := c.SentByType()
+		if got := string(buf[:n]); got != want {
+			t.Errorf("read %d: %q, want %q", i, got, want)
+		}
+		if got := after["read"] - before["read"]; got != 1 {
+			t.Errorf("read %d: %d Treads, want 1", i, got)
+		}
+		if got := after["flush"] - before["flush"]; got != 0 {
+			t.Errorf("read %d: %d Tflushes, want 0", i, got)
+		}
+	}
+}
+
 // TestUnwatchedWindowExpires: what a window read of a file the server
 // does not watch is served for CacheTTL at most: past it, a read in
 // sequence asks the server again.
