@@ -17,6 +17,11 @@ type place struct {
 	node   vfs.Node
 	parent *place
 	name   string
+	// generated is the attributes the walk here brought, if they are a
+	// generated (volatile) file's: its type and number stay, and its
+	// QID carries no version, so an open of it needs no stat (over a
+	// device's link the stat is a round trip).
+	generated *vfs.Attr
 }
 
 // fid is a client's handle on a place, and once opened on a vfs.Handle.
@@ -259,7 +264,11 @@ func walkOneAttr(ctx context.Context, p *place, name string) (*place, vfs.Attr, 
 	if err != nil {
 		return nil, vfs.Attr{}, err
 	}
-	return &place{node: n, parent: p, name: name}, a, nil
+	next := &place{node: n, parent: p, name: name}
+	if a.Volatile && a.Type() == syscall.S_IFREG {
+		next.generated = &a
+	}
+	return next, a, nil
 }
 
 // lookupAttr looks name up in dir and stats it, handing the reading on

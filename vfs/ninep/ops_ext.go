@@ -73,10 +73,15 @@ func (h *hostNumbers) entryAttr(ctx context.Context, dir vfs.Node, e vfs.DirEntr
 }
 
 // fileAttrToWire is extAttrToWire for the file n, with AttrGsvfsNoXattrs
-// set if it lists no extended attributes.
+// set if it lists no extended attributes. A generated file's list is
+// not asked for: a client holds nothing of it. A generated directory's
+// is, as its volatility does not reach the wire (attrQID) and a client
+// holds its attributes: the bit spares the client's own servers a
+// listxattr round trip for it on every walk (a device's /proc/NAME,
+// through a gateway).
 func (h *hostNumbers) fileAttrToWire(ctx context.Context, n vfs.Node, a vfs.Attr) *Rgetattr {
 	r := h.extAttrToWire(a)
-	if x, ok := n.(vfs.Xattrer); ok && !a.Volatile {
+	if x, ok := n.(vfs.Xattrer); ok && (!a.Volatile || a.IsDir()) {
 		if names, err := x.ListXattr(ctx); err == nil && len(names) == 0 {
 			r.Valid |= AttrGsvfsNoXattrs
 		}

@@ -61,14 +61,20 @@ func (c *conn) lopen(ctx context.Context, m *Tlopen) (Message, error) {
 // (byName).
 func (c *conn) openNamed(ctx context.Context, f *fid, flags int) (h vfs.Handle, a vfs.Attr, err error) {
 	err = c.byName(ctx, f, func() error {
-		h, a, err = openNode(ctx, f.node(), flags)
+		h, a, err = openNode(ctx, f.at.Load(), flags)
 		return err
 	})
 	return h, a, err
 }
 
-// openNode opens n if the server opens a file of its type (openable).
-func openNode(ctx context.Context, n vfs.Node, flags int) (vfs.Handle, vfs.Attr, error) {
+// openNode opens what p stands on if the server opens a file of its
+// type (openable); a generated file's walk told its type and QID.
+func openNode(ctx context.Context, p *place, flags int) (vfs.Handle, vfs.Attr, error) {
+	n := p.node
+	if p.generated != nil {
+		h, err := n.Open(ctx, flags)
+		return h, *p.generated, err
+	}
 	a, err := n.Attr(ctx)
 	if err != nil {
 		return nil, vfs.Attr{}, err

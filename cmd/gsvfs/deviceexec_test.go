@@ -1,0 +1,81 @@
+//go:build linux
+
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/gsvfs/gsvfs/internal/testenv"
+)
+
+// A one-shot command on a device through its gateway's mount (mkdir,
+// exec, cat wait, rmdir under /mnt/ID/proc) sends the device no request
+// the protocol does not need: no listxattr of a session's directory on
+// each walk to it, no stat before the open of a generated file the walk
+// just stated. The count, not a time, is checked; flushes (the link's
+// liveness probes, one a second) are not counted.
+func TestDeviceOneShotRequests(t *testing.T) {
+	host := newNetHost(t, 9)
+	gw, sock := startServe(t, "--listen", "tls:0.0.0.0:0")
+	dial := host.hostIP + ":" + gatewayPort(t, gw.Root)
+	startDevice(t, host, filepath.Join(t.TempDir(), "dev"), "alpha", joinToken(t, gw.Root, "alpha", dial))
+	m := mountServer(t, sock.String())
+	if !testenv.Poll(10*time.Second, func() bool { _, err := os.Stat(filepath.Join(m.Mnt, "sys/devices/alpha")); return err == nil }) {
+		t.Fatalf("alpha did not join within 10s\n%s", gw.log)
+	}
+	waitOnline(t, m.Mnt, "alpha", true, 10*time.Second)
+	stats := filepath.Join(m.Mnt, "sys/stats")
+	oneShot := func(name string) map[string]int64 {
+		before := deviceRequests(t, stats, "alpha")
+		s := filepath.Join(m.Mnt, "mnt/alpha/proc", name)
+		got := testenv.Run(t, m.Mnt, "sh", "-c", `mkdir "$1" && echo 'exec true' > "$1/ctl" && cat "$1/wait" && rmdir "$1"`, "sh", s)
+		if !regexp.MustCompile(`"status":"completed"`).MatchString(got) {
+			t.Fatalf("wait of %s: got %q, want a completed status", name, got)
+		}
+		after := deviceRequests(t, stats, "alpha")
+		for k := range after {
+			after[k] -= before[k]
+		}
+		return after
+	}
+	oneShot("warm") // the first knows nothing yet of /proc
+	got := oneShot("counted")
+	total := int64(0)
+	for k, n := range got {
+		if k != "flush" {
+			total += n
+		}
+	}
+	// 27 before, 2 xattrwalks and 9 getattrs among them: a walk to the
+	// session's directory could bring a listxattr and its clunk, and
+	// each open (ctl's, wait's) a stat.
+	if total > 28 || got["xattrwalk"] > 1 || got["getattr"] > 7 {
+		t.Errorf("a one-shot exec sent the device %d requests (%v), want at most 28, at most 1 xattrwalk (the write's security.capability), at most 7 getattr", total, got)
+	} else {
+		t.Logf("a one-shot exec sent the device %d requests: %v", total, got)
+	}
+}
+
+// deviceRequests reads a gateway's /sys/stats count of the requests
+// sent to device id, by type.
+func deviceRequests(t *testing.T, stats, id string) map[string]int64 {
+	t.Helper()
+	b, err := os.ReadFile(stats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := regexp.MustCompile(`(?m)^device ` + regexp.QuoteMeta(id) + ` requests (.*)$`).FindSubmatch(b)
+	if line == nil {
+		t.Fatalf("no request counts of %s in /sys/stats:\n%s", id, b)
+	}
+	out := map[string]int64{}
+	for _, kv := range regexp.MustCompile(`(\w+) (\d+)`).FindAllSubmatch(line[1], -1) {
+		out[string(kv[1])], _ = strconv.ParseInt(string(kv[2]), 10, 64)
+	}
+	return out
+}
