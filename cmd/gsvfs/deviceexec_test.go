@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"testing"
 	"time"
 
@@ -31,51 +30,23 @@ func TestDeviceOneShotRequests(t *testing.T) {
 	waitOnline(t, m.Mnt, "alpha", true, 10*time.Second)
 	stats := filepath.Join(m.Mnt, "sys/stats")
 	oneShot := func(name string) map[string]int64 {
-		before := deviceRequests(t, stats, "alpha")
+		before := deviceRequests(t, stats)["alpha"]
 		s := filepath.Join(m.Mnt, "mnt/alpha/proc", name)
 		got := testenv.Run(t, m.Mnt, "sh", "-c", `mkdir "$1" && echo 'exec true' > "$1/ctl" && cat "$1/wait" && rmdir "$1"`, "sh", s)
 		if !regexp.MustCompile(`"status":"completed"`).MatchString(got) {
 			t.Fatalf("wait of %s: got %q, want a completed status", name, got)
 		}
-		after := deviceRequests(t, stats, "alpha")
-		for k := range after {
-			after[k] -= before[k]
-		}
-		return after
+		return requestsSince(before, deviceRequests(t, stats)["alpha"])
 	}
 	oneShot("warm") // the first knows nothing yet of /proc
 	got := oneShot("counted")
-	total := int64(0)
-	for k, n := range got {
-		if k != "flush" {
-			total += n
-		}
-	}
+	sent := total(got)
 	// 27 before, 2 xattrwalks and 9 getattrs among them: a walk to the
 	// session's directory could bring a listxattr and its clunk, and
 	// each open (ctl's, wait's) a stat.
-	if total > 28 || got["xattrwalk"] > 1 || got["getattr"] > 7 {
-		t.Errorf("a one-shot exec sent the device %d requests (%v), want at most 28, at most 1 xattrwalk (the write's security.capability), at most 7 getattr", total, got)
+	if sent > 28 || got["xattrwalk"] > 1 || got["getattr"] > 7 {
+		t.Errorf("a one-shot exec sent the device %d requests (%v), want at most 28, at most 1 xattrwalk (the write's security.capability), at most 7 getattr", sent, got)
 	} else {
-		t.Logf("a one-shot exec sent the device %d requests: %v", total, got)
+		t.Logf("a one-shot exec sent the device %d requests: %v", sent, got)
 	}
-}
-
-// deviceRequests reads a gateway's /sys/stats count of the requests
-// sent to device id, by type.
-func deviceRequests(t *testing.T, stats, id string) map[string]int64 {
-	t.Helper()
-	b, err := os.ReadFile(stats)
-	if err != nil {
-		t.Fatal(err)
-	}
-	line := regexp.MustCompile(`(?m)^device ` + regexp.QuoteMeta(id) + ` requests (.*)$`).FindSubmatch(b)
-	if line == nil {
-		t.Fatalf("no request counts of %s in /sys/stats:\n%s", id, b)
-	}
-	out := map[string]int64{}
-	for _, kv := range regexp.MustCompile(`(\w+) (\d+)`).FindAllSubmatch(line[1], -1) {
-		out[string(kv[1])], _ = strconv.ParseInt(string(kv[2]), 10, 64)
-	}
-	return out
 }

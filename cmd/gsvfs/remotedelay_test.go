@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -74,27 +73,11 @@ func warmSendsNothing(t *testing.T, tree, stats string) {
 	if len(lines) != 2 {
 		t.Fatalf("the counts: %q", out)
 	}
-	before, after := requestsByType(lines[0]), requestsByType(lines[1])
-	sent := map[string]int64{}
-	for typ, n := range after {
-		if d := n - before[typ]; d != 0 && typ != "statfs" {
-			sent[typ] = d
-		}
-	}
+	sent := requestsSince(parseDeviceRequests(lines[0])["alpha"], parseDeviceRequests(lines[1])["alpha"])
+	delete(sent, "statfs")
 	if len(sent) != 0 {
 		t.Errorf("a warm walk, reads and opens of 60 cached files sent the device %v, want nothing", sent)
 	}
-}
-
-// requestsByType parses a "device ID requests TYPE N ..." line.
-func requestsByType(line string) map[string]int64 {
-	f := strings.Fields(line)
-	m := map[string]int64{}
-	for i := 3; i+1 < len(f); i += 2 {
-		n, _ := strconv.ParseInt(f[i+1], 10, 64)
-		m[f[i]] = n
-	}
-	return m
 }
 
 // sessionChangesShowAfterWait: a command of a session on the device

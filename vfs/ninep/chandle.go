@@ -104,12 +104,7 @@ func (h *handle) Attr(ctx context.Context) (vfs.Attr, error) {
 	if v, ok := h.c.cache.get(cacheKey{cAttr, h.ino, ""}); ok {
 		return v.(vfs.Attr), nil
 	}
-	gen := h.c.cache.since()
-	a, err := h.c.getattr(ctx, h.fid)
-	if err == nil {
-		h.c.putAttr(a, gen)
-	}
-	return a, err
+	return h.c.statHeld(ctx, h.fid, h.c.cache.since())
 }
 
 func (h *handle) SetAttr(ctx context.Context, s vfs.SetAttr) (vfs.Attr, error) {

@@ -93,13 +93,25 @@ func (n *node) Attr(ctx context.Context) (vfs.Attr, error) {
 	gen := n.c.cache.since()
 	a, walked, err := n.readyAttr(ctx)
 	if err == nil && !walked {
-		a, err = n.c.getattr(ctx, n.fid)
+		return n.c.statHeld(ctx, n.fid, gen)
 	}
 	if err != nil {
 		return vfs.Attr{}, asErr("getattr", err)
 	}
 	n.c.putAttr(a, gen)
 	return a, nil
+}
+
+// statHeld asks the server for fid's attributes, fetched in generation
+// gen, and holds what it said (heldStat): with the extensions, whether
+// the file has extended attributes too, which spares a stat's follower
+// (ls -l's getxattr) its round trip.
+func (c *Client) statHeld(ctx context.Context, fid uint32, gen uint64) (vfs.Attr, error) {
+	r, err := do[*Rgetattr](ctx, c, &Tgetattr{Fid: fid, Mask: AttrBasic})
+	if err != nil {
+		return vfs.Attr{}, asErr("getattr", err)
+	}
+	return c.heldStat(r, gen), nil
 }
 
 // heldStat is what the server said of a file (r, fetched in generation

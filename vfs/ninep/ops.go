@@ -229,7 +229,9 @@ func (c *conn) getattr(ctx context.Context, m *Tgetattr) (Message, error) {
 			return nil, err
 		}
 		if c.extended.Load() {
-			return c.host().extAttrToWire(a), nil
+			// With whether the file has extended attributes, as a walk
+			// says: a client holds that for the getxattrs of ls -l.
+			return c.host().fileAttrToWire(ctx, f.node(), a), nil
 		}
 		return c.host().attrToWire(a), nil
 	})
