@@ -13,7 +13,10 @@
 //
 // The client gives every call a context, fails all calls within a second
 // when the server goes away or stops answering, and flushes requests whose
-// context ends.
+// context ends. Its caches (the c*.go files: ccache.go what the server
+// said, cread.go read-ahead, cwrite.go write-behind, cdir.go and
+// clazy.go opens answered from the cache, clist.go a directory opened
+// and listed in one request) each open with their numbered invariants.
 //
 // Numbers on the wire are Linux's, as 9P2000.L defines them, whatever
 // the host; vfs's are the host's own (syscall.Errno, syscall.O_*,
