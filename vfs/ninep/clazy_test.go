@@ -45,7 +45,7 @@ func TestCachedOpenSendsNothing(t *testing.T) {
 		t.Fatalf("first read: %q", got)
 	}
 	got := costOf(c, func() {
-		h, err := f.Open(ctx, os.O_RDONLY|syscall.O_NOATIME)
+		h, err := f.Open(ctx, os.O_RDONLY|syscall.O_CLOEXEC)
 		if err != nil {
 			t.Fatal(err)
 		}
