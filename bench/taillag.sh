@@ -23,7 +23,7 @@ for ((i = 1; i <= n; i++)); do
 		break
 	fi
 	t1=$EPOCHREALTIME
-	worst=$(awk -v a="$t0" -v b="$t1" -v w="$worst" 'BEGIN { d = b - a; printf "%.6f", d > w ? d : w }')
+	worst=$(awk -v a="$t0" -v b="$t1" -v w="$worst" 'BEGIN { d = b - a; printf "%.6f", (d > w ? d : w) }')
 	seen=$i
 	sleep 0.3
 done
