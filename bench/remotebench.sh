@@ -103,8 +103,8 @@
 #   BENCH_KEEP=1            keep the work directory (mounts are undone anyway)
 #
 # Before the first delay each copy's git index is brought up to date
-# through its mount (untimed): the copies' indexes record the inode
-# numbers of the tree they were made in.
+# through its mount at 0 ms (untimed, capped at 900 s): the copies'
+# indexes record the inode numbers of the tree they were made in.
 #
 # Time on a loaded 2-core machine: the full default about 60-75 minutes
 # (most of it sshfs's stat-bound rows and the large tree at 10 and 25 ms,
@@ -528,7 +528,7 @@ fresh() {
 # dropped; false when the cap stopped it.
 untimed() {
 	local rc
-	(cd "${DIR[$1]}" && timeout "$CAP" "${@:2}" >/dev/null 2>&1) && rc=0 || rc=$?
+	(cd "${DIR[$1]}" && timeout "$cap" "${@:2}" >/dev/null 2>&1) && rc=0 || rc=$?
 	((rc != 124))
 }
 
@@ -616,20 +616,6 @@ one_delay() {
 	start_device
 	mount_gsvfs
 	mount_sshfs
-	if ((!primed)); then
-		# Each copy's git index records the inode numbers of the files
-		# where it was made; git status through a mount finds them all
-		# changed and reads every file again. A user's tree has an index
-		# made where it is used: make it so once, before anything is timed.
-		log "git status through each mount, untimed, so each index matches its mount"
-		for t in "${TARGETS[@]}"; do
-			untimed "$t" git -C small status || PROBLEMS+=("the untimed git status of small on $t went past $CAP s")
-			if wanted large; then
-				untimed "$t" git -C large status || PROBLEMS+=("the untimed git status of large on $t went past $CAP s")
-			fi
-		done
-		primed=1
-	fi
 	if wanted cold; then
 		n=$((n + 1))
 		for t in $(rotated "$n"); do
@@ -695,6 +681,10 @@ one_delay() {
 			coherence "$t" "$d"
 		done
 	fi
+	down
+}
+
+down() {
 	unmount_gsvfs
 	unmount_sshfs
 	stop_pid device
@@ -702,10 +692,35 @@ one_delay() {
 	stop_pid sproxy
 }
 
+# prime: each copy's git index records the inode numbers of the files
+# where it was made, so git status through a mount finds every file
+# changed and reads it all again (and at a large delay is stopped by the
+# cap before it can write the index, every time). A user's tree has an
+# index made where it is used: make it so, through each mount with no
+# delay, before anything is timed.
+prime() {
+	local t
+	log "git status through each mount at 0 ms, untimed, so each index matches its mount"
+	start_proxies 0
+	start_device
+	mount_gsvfs
+	mount_sshfs
+	cap=900
+	for t in "${TARGETS[@]}"; do
+		untimed "$t" git -C small status || PROBLEMS+=("the untimed git status of small on $t went past $cap s")
+		if wanted large; then
+			untimed "$t" git -C large status || PROBLEMS+=("the untimed git status of large on $t went past $cap s")
+		fi
+	done
+	cap=$CAP
+	down
+}
+
 # ---------------------------------------------------------------- runs
 
 bench_t0=$EPOCHREALTIME
-took='' primed=0
+if wanted warm || wanted agent || wanted large; then prime; fi
+took=''
 for d in $DELAYS; do
 	t0=$EPOCHREALTIME
 	one_delay "$d"
