@@ -108,7 +108,8 @@
 #
 # Time on a loaded 2-core machine: the full default about 60-75 minutes
 # (most of it sshfs's stat-bound rows and the large tree at 10 and 25 ms,
-# many at the cap); BENCH_QUICK=1 about 10 minutes.
+# many at the cap); BENCH_QUICK=1 5 to 8 minutes (0 and 10 ms), about
+# 13 minutes with BENCH_DELAYS=25.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
