@@ -9,6 +9,12 @@
 set -euo pipefail
 rd=$1 wr=$2 n=$3 cap=$4
 : >>"$wr"
+# A file new on the device shows through a mount once its notice came
+# (or its negative entry expired): tail -f of a missing file gives up.
+for ((w = 0; w < cap * 10; w++)); do
+	[[ -e $rd ]] && break
+	sleep 0.1
+done
 exec 3< <(exec tail -n0 -f "$rd" 2>/dev/null)
 pid=$!
 trap 'kill "$pid" 2>/dev/null || true' EXIT
