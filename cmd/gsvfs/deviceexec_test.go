@@ -3,11 +3,9 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"regexp"
 	"testing"
-	"time"
 
 	"github.com/gsvfs/gsvfs/internal/testenv"
 )
@@ -19,15 +17,7 @@ import (
 // just stated. The count, not a time, is checked; flushes (the link's
 // liveness probes, one a second) are not counted.
 func TestDeviceOneShotRequests(t *testing.T) {
-	host := newNetHost(t, 9)
-	gw, sock := startServe(t, "--listen", "tls:0.0.0.0:0")
-	dial := host.hostIP + ":" + gatewayPort(t, gw.Root)
-	startDevice(t, host, filepath.Join(t.TempDir(), "dev"), "alpha", joinToken(t, gw.Root, "alpha", dial))
-	m := mountServer(t, sock.String())
-	if !testenv.Poll(10*time.Second, func() bool { _, err := os.Stat(filepath.Join(m.Mnt, "sys/devices/alpha")); return err == nil }) {
-		t.Fatalf("alpha did not join within 10s\n%s", gw.log)
-	}
-	waitOnline(t, m.Mnt, "alpha", true, 10*time.Second)
+	_, m, _ := joinedDevice(t, 9, 0)
 	stats := filepath.Join(m.Mnt, "sys/stats")
 	oneShot := func(name string) map[string]int64 {
 		before := deviceRequests(t, stats)["alpha"]

@@ -14,8 +14,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/gsvfs/gsvfs/internal/testenv"
 )
 
 // The model checker (internal/fsmodel, run by its command fsx in a child
@@ -94,22 +92,15 @@ func ixServerMount(t *testing.T, fsx string) ixPath {
 // is one the device binds from its disk.
 // A delay adds that much each way on the link (bench/delayproxy).
 func ixDeviceMount(t *testing.T, fsx string, net int, delay time.Duration) ixPath {
-	host := newNetHost(t, net)
-	gw, sock := startServe(t, "--listen", "tls:0.0.0.0:0")
 	src := filepath.Join(t.TempDir(), "src")
 	if err := os.Mkdir(src, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	dial := host.hostIP + ":" + gatewayPort(t, gw.Root)
 	share := 0
 	if delay > 0 {
-		dial, share = startDelayProxy(t, host.hostIP+":0", "127.0.0.1:"+gatewayPort(t, gw.Root), delay), 50
+		share = 50
 	}
-	token := joinToken(t, gw.Root, "alpha", dial)
-	startDevice(t, host, filepath.Join(t.TempDir(), "dev"), "alpha", token, "--bind", src+":/workspaces/src")
-	m := mountServer(t, sock.String())
-	testenv.WaitFor(t, 20*time.Second, "alpha joined", exists(m.Path("sys/devices/alpha")))
-	waitOnline(t, m.Mnt, "alpha", true, 20*time.Second)
+	_, m, _ := joinedDevice(t, net, delay, "--bind", src+":/workspaces/src")
 	return ixPath{mnt: m.Path("mnt/alpha/workspaces/src"), disk: src, bin: fsx, testBin: os.Args[0], openWithin: time.Second, share: share}
 }
 

@@ -34,33 +34,9 @@ func TestDeviceChangesShow(t *testing.T) {
 }
 
 func testDeviceChangesShow(t *testing.T, delay time.Duration, dirs int) {
-	host := newNetHost(t, 7)
-	gw, sock := startServe(t, "--listen", "tls:0.0.0.0:0")
-	port := gatewayPort(t, gw.Root)
-	dial := host.hostIP + ":" + port
-	if delay > 0 {
-		dial = startDelayProxy(t, host.hostIP+":0", "127.0.0.1:"+port, delay)
-	}
 	src := filepath.Join(t.TempDir(), "src")
-	for d := range dirs {
-		for f := range 100 {
-			p := filepath.Join(src, fmt.Sprint("d", d), fmt.Sprint("f", f))
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	devRoot := filepath.Join(t.TempDir(), "dev")
-	startDevice(t, host, devRoot, "alpha", joinToken(t, gw.Root, "alpha", dial), "--bind", src+":/workspaces/src")
-	m := mountServer(t, sock.String())
-	// The device is listed once it joined (through the proxy, later).
-	if !testenv.Poll(10*time.Second, func() bool { _, err := os.Stat(filepath.Join(m.Mnt, "sys/devices/alpha")); return err == nil }) {
-		t.Fatalf("alpha did not join within 10s\n%s", gw.log)
-	}
-	waitOnline(t, m.Mnt, "alpha", true, 10*time.Second)
+	makeTree(t, src, dirs, 100, func(int, int) string { return "x" })
+	_, m, host := joinedDevice(t, 7, delay, "--bind", src+":/workspaces/src")
 	tree := filepath.Join(m.Mnt, "mnt/alpha/workspaces/src")
 	stats := filepath.Join(m.Mnt, "mnt/alpha/sys/stats")
 
@@ -113,6 +89,47 @@ func cachesDroppedOnReconnect(t *testing.T, host *netHost, m *daemon, o outside,
 	took := waitOnline(t, m.Mnt, "alpha", true, 40*time.Second)
 	t.Logf("alpha back %v after the link was restored", took)
 	o.eventually("a change made while cut off", "22\n", "stat", "-c", "%s", f)
+}
+
+// joinedDevice is a gateway (`serve --listen tls:`), device alpha
+// joined to it from the network namespace numbered net (through
+// bench/delayproxy adding delay each way, if any) with extra flags,
+// and a FUSE mount of the gateway's socket, returned once alpha is
+// online there.
+func joinedDevice(t *testing.T, net int, delay time.Duration, extra ...string) (gw, m *daemon, host *netHost) {
+	t.Helper()
+	host = newNetHost(t, net)
+	gw, sock := startServe(t, "--listen", "tls:0.0.0.0:0")
+	port := gatewayPort(t, gw.Root)
+	dial := host.hostIP + ":" + port
+	if delay > 0 {
+		dial = startDelayProxy(t, host.hostIP+":0", "127.0.0.1:"+port, delay)
+	}
+	startDevice(t, host, filepath.Join(t.TempDir(), "dev"), "alpha", joinToken(t, gw.Root, "alpha", dial), extra...)
+	m = mountServer(t, sock.String())
+	// The device is listed once it joined (through the proxy, later).
+	if !testenv.Poll(20*time.Second, func() bool { _, err := os.Stat(filepath.Join(m.Mnt, "sys/devices/alpha")); return err == nil }) {
+		t.Fatalf("alpha did not join within 20s\n%s", gw.log)
+	}
+	waitOnline(t, m.Mnt, "alpha", true, 20*time.Second)
+	return gw, m, host
+}
+
+// makeTree makes dirs directories d0, d1 ... under root, each with files
+// files f0, f1 ..., file f of directory d holding text(d, f).
+func makeTree(t *testing.T, root string, dirs, files int, text func(d, f int) string) {
+	t.Helper()
+	for d := range dirs {
+		for f := range files {
+			p := filepath.Join(root, fmt.Sprint("d", d), fmt.Sprint("f", f))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(text(d, f)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 }
 
 // linkRequests reads the requests a device's links to its gateways

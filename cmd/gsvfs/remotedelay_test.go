@@ -11,8 +11,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/gsvfs/gsvfs/internal/testenv"
 )
 
 // A device's tree through the gateway at internet delay (25 ms each way,
@@ -21,29 +19,9 @@ import (
 // session says it is done, because the change's notice comes first.
 func TestDeviceAtDelay(t *testing.T) {
 	const delay = 25 * time.Millisecond
-	host := newNetHost(t, 8)
-	gw, sock := startServe(t, "--listen", "tls:0.0.0.0:0")
-	port := gatewayPort(t, gw.Root)
-	dial := startDelayProxy(t, host.hostIP+":0", "127.0.0.1:"+port, delay)
 	src := filepath.Join(t.TempDir(), "src")
-	for d := range 3 {
-		for f := range 20 {
-			p := filepath.Join(src, fmt.Sprint("d", d), fmt.Sprint("f", f))
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(p, []byte(fmt.Sprintln("file", d, f)), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	devRoot := filepath.Join(t.TempDir(), "dev")
-	startDevice(t, host, devRoot, "alpha", joinToken(t, gw.Root, "alpha", dial), "--bind", src+":/workspaces/src")
-	m := mountServer(t, sock.String())
-	if !testenv.Poll(20*time.Second, func() bool { _, err := os.Stat(filepath.Join(m.Mnt, "sys/devices/alpha")); return err == nil }) {
-		t.Fatalf("alpha did not join within 20s\n%s", gw.log)
-	}
-	waitOnline(t, m.Mnt, "alpha", true, 20*time.Second)
+	makeTree(t, src, 3, 20, func(d, f int) string { return fmt.Sprintln("file", d, f) })
+	_, m, _ := joinedDevice(t, 8, delay, "--bind", src+":/workspaces/src")
 	tree := filepath.Join(m.Mnt, "mnt/alpha/workspaces/src")
 	stats := filepath.Join(m.Mnt, "sys/stats")
 	t.Run("warm", func(t *testing.T) { warmSendsNothing(t, tree, stats) })

@@ -41,23 +41,11 @@ func TestTailFollowsDeviceFile(t *testing.T) {
 }
 
 func testTailFollows(t *testing.T, delay time.Duration) {
-	host := newNetHost(t, 13)
-	gw, sock := startServe(t, "--listen", "tls:0.0.0.0:0")
-	port := gatewayPort(t, gw.Root)
-	dial := host.hostIP + ":" + port
-	if delay > 0 {
-		dial = startDelayProxy(t, host.hostIP+":0", "127.0.0.1:"+port, delay)
-	}
 	src := filepath.Join(t.TempDir(), "src")
 	if err := os.MkdirAll(src, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	startDevice(t, host, filepath.Join(t.TempDir(), "dev"), "alpha", joinToken(t, gw.Root, "alpha", dial), "--bind", src+":/workspaces/src")
-	m := mountServer(t, sock.String())
-	if !testenv.Poll(20*time.Second, func() bool { _, err := os.Stat(filepath.Join(m.Mnt, "sys/devices/alpha")); return err == nil }) {
-		t.Fatalf("alpha did not join within 20s\n%s", gw.log)
-	}
-	waitOnline(t, m.Mnt, "alpha", true, 20*time.Second)
+	_, m, _ := joinedDevice(t, 13, delay, "--bind", src+":/workspaces/src")
 	for _, tc := range []struct {
 		name string
 		held bool // the writer keeps the file open
