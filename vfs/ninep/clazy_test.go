@@ -37,10 +37,7 @@ func readVia(t *testing.T, c *Client, n vfs.Node, flags int) (string, int64) {
 func TestCachedOpenSendsNothing(t *testing.T) {
 	c, root, _ := extDisk(t, func(dir string) { mustWrite(t, filepath.Join(dir, "f"), "held") })
 	ctx := context.Background()
-	f, _, err := vfs.LookupAttr(ctx, root, "f")
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := lookup(t, root, "f")
 	if got, _ := readVia(t, c, f, os.O_RDONLY); got != "held" {
 		t.Fatalf("first read: %q", got)
 	}
@@ -59,6 +56,7 @@ func TestCachedOpenSendsNothing(t *testing.T) {
 	}
 	for _, flags := range []int{os.O_RDWR, os.O_WRONLY, os.O_RDONLY | os.O_TRUNC} {
 		var h vfs.Handle
+		var err error
 		if got := costOf(c, func() { h, err = f.Open(ctx, flags) }); err != nil || got != 1 {
 			t.Errorf("open with flags %#x: %d requests, %v; want 1", flags, got, err)
 		}
@@ -75,10 +73,7 @@ func TestCachedOpenOnlyWhenVouched(t *testing.T) {
 	t.Run("held briefly", func(t *testing.T) {
 		c, root, _ := extDisk(t, func(dir string) { mustWrite(t, filepath.Join(dir, "f"), "x") })
 		ctx := context.Background()
-		f, _, err := vfs.LookupAttr(ctx, root, "f")
-		if err != nil {
-			t.Fatal(err)
-		}
+		f := lookup(t, root, "f")
 		a, _ := f.Attr(ctx)
 		c.cache.putBrief(cacheKey{cAttr, a.Ino, ""}, a, 1) // as after this client's own change
 		if _, cost := readVia(t, c, f, os.O_RDONLY); cost != 1 {
@@ -89,11 +84,7 @@ func TestCachedOpenOnlyWhenVouched(t *testing.T) {
 		dir := t.TempDir()
 		mustWrite(t, filepath.Join(dir, "f"), "x")
 		c, root := exactDisk(t, dir)
-		ctx := context.Background()
-		f, _, err := vfs.LookupAttr(ctx, root, "f")
-		if err != nil {
-			t.Fatal(err)
-		}
+		f := lookup(t, root, "f")
 		readVia(t, c, f, os.O_RDONLY)
 		if _, cost := readVia(t, c, f, os.O_RDONLY); cost == 0 {
 			t.Error("open on a server of this machine's disk answered by the cache")
@@ -107,10 +98,7 @@ func TestCachedOpenOnlyWhenVouched(t *testing.T) {
 func TestCachedOpenReadsTheServer(t *testing.T) {
 	c, root, _ := extDisk(t, func(dir string) { mustWrite(t, filepath.Join(dir, "f"), "content") })
 	ctx := context.Background()
-	f, _, err := vfs.LookupAttr(ctx, root, "f")
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := lookup(t, root, "f")
 	readVia(t, c, f, os.O_RDONLY)
 	h, err := f.Open(ctx, os.O_RDONLY)
 	if err != nil {
@@ -138,11 +126,7 @@ func TestCachedOpenReadsTheServer(t *testing.T) {
 // its notice come, opens on the server and reads the new content.
 func TestCachedOpenAfterNotice(t *testing.T) {
 	c, root, dir := extDisk(t, func(dir string) { mustWrite(t, filepath.Join(dir, "f"), "old") })
-	ctx := context.Background()
-	f, _, err := vfs.LookupAttr(ctx, root, "f")
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := lookup(t, root, "f")
 	readVia(t, c, f, os.O_RDONLY)
 	before := c.Notices().Changes
 	mustWrite(t, filepath.Join(dir, "f"), "new!")
@@ -151,6 +135,16 @@ func TestCachedOpenAfterNotice(t *testing.T) {
 	if got != "new!" || cost == 0 {
 		t.Errorf("after a change's notice: read %q, open cost %d requests; want new! and a request", got, cost)
 	}
+}
+
+// lookup is dir's child name, which must be there.
+func lookup(t *testing.T, dir vfs.Node, name string) vfs.Node {
+	t.Helper()
+	kid, _, err := vfs.LookupAttr(context.Background(), dir, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kid
 }
 
 // exactDisk serves dir to a client told the server shares its disk
