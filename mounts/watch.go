@@ -19,10 +19,37 @@ type watchState struct {
 	feed  vfs.Feed[vfs.Change]
 	mu    sync.Mutex
 	stops map[*mount]func()
+	// fences are the watched backends' Fence, by mount.
+	fences map[*mount]func(context.Context) error
 }
+
+var _ vfs.Watcher = (*node)(nil)
 
 // Watch reports changes anywhere in the composed tree (vfs.Watcher).
 func (n *node) Watch(fn func([]vfs.Change)) (stop func()) { return n.t.Watch(fn) }
+
+// Fence fences every backend the table watches (vfs.Watcher): the
+// table's own changes (mounts made and taken away) are handed on as they
+// happen.
+func (n *node) Fence(ctx context.Context) error { return n.t.Fence(ctx) }
+
+// Fence returns once every watched backend has handed on its changes
+// made before the call, or ctx ends.
+func (t *Table) Fence(ctx context.Context) error {
+	w := &t.watch
+	w.mu.Lock()
+	fences := make([]func(context.Context) error, 0, len(w.fences))
+	for _, f := range w.fences {
+		fences = append(fences, f)
+	}
+	w.mu.Unlock()
+	for _, f := range fences {
+		if err := f(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // Watch reports changes anywhere in the composed tree. The backends are
 // watched only while someone subscribes.
@@ -46,6 +73,7 @@ func (t *Table) unsubscribe(id int) {
 	for m, stop := range w.stops {
 		stops = append(stops, stop)
 		delete(w.stops, m)
+		delete(w.fences, m)
 	}
 	w.mu.Unlock()
 	for _, stop := range stops {
@@ -78,9 +106,10 @@ func (t *Table) watchMount(m *mount) {
 		return
 	}
 	if w.stops == nil {
-		w.stops = map[*mount]func(){}
+		w.stops, w.fences = map[*mount]func(){}, map[*mount]func(context.Context) error{}
 	}
 	w.stops[m] = backend.Watch(func(cs []vfs.Change) { t.relay(m, cs) })
+	w.fences[m] = backend.Fence
 }
 
 func watcherOf(root vfs.Node) (vfs.Watcher, bool) {
@@ -104,6 +133,7 @@ func (t *Table) unwatchMount(m *mount) {
 	w.mu.Lock()
 	stop := w.stops[m]
 	delete(w.stops, m)
+	delete(w.fences, m)
 	w.mu.Unlock()
 	if stop != nil {
 		stop()

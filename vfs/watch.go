@@ -1,6 +1,9 @@
 package vfs
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
 
 // Change is something that changed in a tree without passing through its
 // edges: another program wrote in a host directory a disk tree serves, or
@@ -26,8 +29,19 @@ type Change struct {
 // outside. Watch calls fn with batches of changes, from one goroutine at a
 // time, until stop is called. fn must not wait on the tree's edges: it may
 // tell a kernel to drop a cache, which waits for requests in flight.
+//
+// Fence returns once every change made to the tree before the call has
+// been handed to the subscribers (fn has returned for it), or ctx ends
+// (its error). A tree that gathers changes into batches hands on what
+// it holds at once. An edge that lets a far client cache what it says
+// fences before each reply, so a client that learns of anything that
+// followed a change has heard of the change first (gsvfs-devices(7),
+// Caching). A tree with nothing to wait for (it hands changes on as
+// they happen, or learns of them from elsewhere in an order of their
+// own, as a 9P client does) returns nil at once.
 type Watcher interface {
 	Watch(fn func([]Change)) (stop func())
+	Fence(ctx context.Context) error
 }
 
 // Feed is a list of subscribers, such as a Watcher's (Feed[Change]): it

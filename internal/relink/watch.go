@@ -1,6 +1,7 @@
 package relink
 
 import (
+	"context"
 	"sync"
 
 	"github.com/gsvfs/gsvfs/vfs"
@@ -37,6 +38,10 @@ func (n *node) Watch(fn func([]vfs.Change)) (stop func()) {
 		}
 	})
 }
+
+// Fence has nothing to wait for (vfs.Watcher): the far end's changes
+// come through the link's client, in the order its server sent them.
+func (n *node) Fence(context.Context) error { return nil }
 
 // Relinked tells the tree that its link changed (a new one, or none):
 // its watchers follow the link of the moment, and are told that changes

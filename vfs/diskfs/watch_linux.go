@@ -3,6 +3,7 @@
 package diskfs
 
 import (
+	"context"
 	"errors"
 	"io"
 	"log/slog"
@@ -86,6 +87,17 @@ func (n *node) WatchCounts() (watched, unwatched int, on bool) {
 // with the last.
 func (n *node) Watch(fn func([]vfs.Change)) (stop func()) {
 	return n.fs.subscribe(fn)
+}
+
+var _ vfs.Watcher = (*node)(nil)
+
+// Fence returns once the changes made in the tree before the call have
+// been handed to the subscribers (vfs.Watcher).
+func (n *node) Fence(ctx context.Context) error {
+	if tw := n.fs.watch.Load(); tw != nil {
+		return tw.fence(ctx)
+	}
+	return nil
 }
 
 func (f *FS) subscribe(fn func([]vfs.Change)) func() {
@@ -278,6 +290,10 @@ type changeKey struct {
 	dir  *node
 	name string
 }
+
+// fence waits for the events queued before the call (not yet: see the
+// fence helper's work).
+func (tw *treeWatch) fence(ctx context.Context) error { return ctx.Err() }
 
 // run gathers events into batches and hands them on.
 func (tw *treeWatch) run() {

@@ -1,6 +1,7 @@
 package ninep
 
 import (
+	"context"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -36,6 +37,12 @@ func (n *node) Watch(fn func([]vfs.Change)) (stop func()) {
 	id, _ := n.c.notices.feed.Add(fn)
 	return sync.OnceFunc(func() { n.c.notices.feed.Remove(id) })
 }
+
+// Fence has nothing to wait for (vfs.Watcher): the server's notices come
+// in the order the server sends them, each applied to the cache before
+// any reply that follows it on the wire is delivered, and this client
+// cannot ask for those not yet sent.
+func (n *node) Fence(context.Context) error { return nil }
 
 // startNotices begins asking for changes, once, on a fid of its own
 // cloned from an attach's: a gsvfs server subscribes the connection and

@@ -1,6 +1,7 @@
 package ninep
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"sync"
@@ -32,6 +33,8 @@ func (w *watchRoot) Watch(fn func([]vfs.Change)) (stop func()) {
 	w.mu.Unlock()
 	return func() {}
 }
+
+func (w *watchRoot) Fence(context.Context) error { return nil }
 
 func (w *watchRoot) send(cs []vfs.Change) {
 	w.mu.Lock()
