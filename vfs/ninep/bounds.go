@@ -85,7 +85,7 @@ func (l ClientLimits) withDefaults(msize uint32) ClientLimits {
 		}
 		return v
 	}
-	l.Tags = int(min(pick(int64(l.Tags), DefaultMaxTags), int64(probeTag/2)))
+	l.Tags = int(min(pick(int64(l.Tags), DefaultMaxTags), int64(streamTag/2)))
 	l.Memory = max(pick(l.Memory, DefaultClientMemory), int64(msize))
 	l.ListEntries = int(pick(int64(l.ListEntries), DefaultMaxListEntries))
 	l.ListBytes = pick(l.ListBytes, DefaultMaxListBytes)
@@ -115,6 +115,8 @@ func replySize(m Message) int64 {
 	case *Twalkreaddir:
 		return int64(m.Count) + clientIOHeader + rlopenSize
 	case *Twatch:
+		return int64(m.Count)
+	case *Tnotify:
 		return int64(m.Count)
 	}
 	return smallReply

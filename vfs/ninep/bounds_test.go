@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -27,8 +28,12 @@ type rogue struct {
 	readSize int
 	loop     uint64 // if set, directory offsets wrap to 0 after it
 	held     atomic.Int64
-	// watch, if set, answers Twatch (else EOPNOTSUPP).
+	// watch, if set, answers Twatch (else EOPNOTSUPP); a nil answer
+	// never comes.
 	watch func(*Twatch) Message
+	// notify, if set, answers Tnotify (else EOPNOTSUPP) by sending on
+	// its tag from a goroutine of its own, until send fails.
+	notify func(m *Tnotify, send func(Message) bool)
 }
 
 func (r *rogue) serve(t *testing.T) Address { return acceptEach(t, r.conn) }
@@ -36,6 +41,7 @@ func (r *rogue) serve(t *testing.T) Address { return acceptEach(t, r.conn) }
 func (r *rogue) conn(nc net.Conn) {
 	rd := newFrameReader(nc)
 	var frame, scratch []byte // reused, so the rogue's own allocations stay out of the client's measure
+	var wmu sync.Mutex
 	for {
 		bp, err := readFrame(rd, DefaultMaxMsize)
 		if err != nil {
@@ -49,8 +55,24 @@ func (r *rogue) conn(nc net.Conn) {
 			r.held.Add(1)
 			continue
 		}
-		frame = appendFrame(frame[:0], tag, r.answer(m, &scratch))
-		if _, err := nc.Write(frame); err != nil {
+		if tn, ok := m.(*Tnotify); ok && r.notify != nil {
+			go r.notify(tn, func(m Message) bool {
+				wmu.Lock()
+				defer wmu.Unlock()
+				_, err := nc.Write(appendFrame(nil, tag, m))
+				return err == nil
+			})
+			continue
+		}
+		a := r.answer(m, &scratch)
+		if a == nil {
+			continue
+		}
+		wmu.Lock()
+		frame = appendFrame(frame[:0], tag, a)
+		_, err = nc.Write(frame)
+		wmu.Unlock()
+		if err != nil {
 			return
 		}
 	}

@@ -303,6 +303,14 @@ func (c *Client) readLoop(limit uint32) {
 			c.fail(fmt.Errorf("9p: malformed reply: %w", err))
 			return
 		}
+		if tag == streamTag && c.notices.streaming.Load() {
+			ok := c.streamFrame(m, len(*bp))
+			putBuf(bp)
+			if !ok {
+				return
+			}
+			continue
+		}
 		if !c.deliver(tag, m, bp) {
 			return
 		}
@@ -314,7 +322,7 @@ func (c *Client) readLoop(limit uint32) {
 // the server off: that room is what bounds the memory replies hold.
 func (c *Client) deliver(tag uint16, m Message, bp *[]byte) bool {
 	c.mu.Lock()
-	c.lastRecv, c.probeAt = time.Now(), time.Time{}
+	c.heardLocked()
 	w := c.pending[tag]
 	flushed := w != nil && tag != w.tag
 	if w != nil {
@@ -339,6 +347,15 @@ func (c *Client) deliver(tag uint16, m Message, bp *[]byte) bool {
 	}
 	return true
 }
+
+// heard notes that the server spoke, so it is alive.
+func (c *Client) heard() {
+	c.mu.Lock()
+	c.heardLocked()
+	c.mu.Unlock()
+}
+
+func (c *Client) heardLocked() { c.lastRecv, c.probeAt = time.Now(), time.Time{} }
 
 // settle stops waiting under tag; the call's tag is free again once
 // nothing more is awaited for it. Called with mu held.

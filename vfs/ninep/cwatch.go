@@ -2,17 +2,29 @@ package ninep
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/gsvfs/gsvfs/vfs"
 )
 
-// notices is a client's side of Twatch: a gsvfs server's changes, applied
-// to the cache and handed on to whoever watches the client's tree (a
-// FUSE mount drops the kernel's caches with them).
+// notices is a client's side of Tnotify (or, with an older server,
+// Twatch): a gsvfs server's changes, applied to the cache and handed on
+// to whoever watches the client's tree (a FUSE mount drops the kernel's
+// caches with them).
+//
+// A Tnotify's batches are applied to the cache by the reader as it reads
+// them, before any reply that follows on the wire is delivered: the
+// server writes every change made before a reply ahead of it, so what a
+// caller learns from a reply never comes before the news of a change
+// that preceded it. Handing the batches on to the feed, which may tell
+// a kernel to drop caches, is done apart (a kernel drop may wait on a
+// request that waits on the reader).
 type notices struct {
 	feed  vfs.Feed[vfs.Change]
 	start sync.Once
@@ -21,7 +33,26 @@ type notices struct {
 	on atomic.Bool
 	// batches and changes count what came, for tests and stats.
 	batches, changes atomic.Int64
+
+	// The stream (Tnotify). streaming: frames on streamTag are its; the
+	// rest is the reader's alone once streaming is set, but queue,
+	// first and ended, which carry what it read to the stream's goroutine.
+	streaming atomic.Bool
+	started   bool              // the first Rnotify came
+	guard     lossGuard         // the stream's
+	first     chan error        // the Tnotify's first answer: nil, or its refusal
+	ended     chan struct{}     // closed when the server ends the stream
+	queue     chan []vfs.Change // batches applied, to hand on
+	overflow  atomic.Bool       // a batch did not fit in queue: hand on Lost
 }
+
+// streamTag is reserved for the notice stream: its frames come on it for
+// as long as the connection lasts.
+const streamTag = probeTag - 1
+
+// noticeQueue is how many applied batches wait to be handed on; past it
+// the feed is told changes were lost (the cache has them all).
+const noticeQueue = 256
 
 var _ vfs.Watcher = (*node)(nil)
 
@@ -59,12 +90,111 @@ func (c *Client) startNotices(attachFid uint32) {
 				c.releaseFid(fid)
 				return
 			}
-			c.pollNotices(fid)
+			if !c.streamNotices(fid) {
+				c.pollNotices(fid)
+			}
 		}()
 	})
 }
 
 func (c *Client) watchCount() uint32 { return min(watchCount, c.msize) }
+
+// streamNotices subscribes with Tnotify and hands on the batches the
+// reader applies, until the stream or the connection ends. False if the
+// server refused Tnotify as unknown (an older gsvfs): the caller polls.
+func (c *Client) streamNotices(fid uint32) bool {
+	n := &c.notices
+	n.first, n.ended = make(chan error, 1), make(chan struct{})
+	n.queue = make(chan []vfs.Change, noticeQueue)
+	n.streaming.Store(true)
+	if c.send(streamTag, &Tnotify{Twatch{Fid: fid, Count: c.watchCount()}}) != nil {
+		return true // the connection is gone
+	}
+	select {
+	case err := <-n.first:
+		if err != nil {
+			n.streaming.Store(false)
+			return !errors.Is(err, syscall.EOPNOTSUPP)
+		}
+	case <-c.dead:
+		return true
+	}
+	defer c.clunkLater(fid)
+	defer c.noticesOff()
+	for {
+		select {
+		case cs := <-n.queue:
+			if n.overflow.Swap(false) {
+				cs = []vfs.Change{{Lost: true}}
+			}
+			n.feed.Send(cs)
+		case <-n.ended:
+			return true
+		case <-c.dead:
+			return true
+		}
+	}
+}
+
+// noticesOff says the notices stopped: nothing cached is trusted long,
+// and the feed hears that changes may have been lost.
+func (c *Client) noticesOff() {
+	c.notices.on.Store(false)
+	c.cache.notify(false)
+	c.notices.feed.Send([]vfs.Change{{Lost: true}})
+}
+
+// streamFrame takes a frame of the notice stream, on the reader: a
+// batch is applied to the cache here, before the reader goes on to the
+// replies behind it. False if it ended the connection.
+func (c *Client) streamFrame(m Message, size int) bool {
+	n := &c.notices
+	c.heard()
+	switch m := m.(type) {
+	case *Rnotify:
+		if size > int(c.watchCount()) {
+			c.fail(&LimitError{fmt.Sprintf("a notice of %d bytes where at most %d were asked for", size, c.watchCount())})
+			return false
+		}
+		if !n.started {
+			n.started = true
+			n.on.Store(true)
+			c.cache.notify(true)
+			n.first <- nil
+		}
+		cs := c.ids.changes(c.host.changes(&m.Rwatch))
+		if len(cs) > 0 && n.guard.take(c, cs, n.handOn) {
+			c.applyNotice(cs)
+			n.handOn(cs)
+		}
+	case *Rlerror:
+		if !n.started {
+			n.started = true
+			n.first <- syscall.Errno(m.Ecode)
+		} else {
+			close(n.ended)
+		}
+		n.streaming.Store(false)
+	default:
+		c.fail(fmt.Errorf("9p: a reply of type %d on the notice stream", m.msgType()))
+		return false
+	}
+	return true
+}
+
+// handOn queues an applied batch for the feed; one that does not fit is
+// handed on as Lost.
+func (n *notices) handOn(cs []vfs.Change) {
+	select {
+	case n.queue <- cs:
+	default:
+		n.overflow.Store(true)
+		select {
+		case n.queue <- nil: // wakes the hand-on, which sends the Lost
+		default:
+		}
+	}
+}
 
 // pollNotices keeps one Twatch outstanding until the connection ends or
 // the server stops answering it; then nothing cached is trusted long.
@@ -76,15 +206,11 @@ func (c *Client) pollNotices(fid uint32) {
 	}
 	c.notices.on.Store(true)
 	c.cache.notify(true)
-	defer func() {
-		c.notices.on.Store(false)
-		c.cache.notify(false)
-		c.notices.feed.Send([]vfs.Change{{Lost: true}})
-	}()
+	defer c.noticesOff()
 	asked := time.Now()
 	var losses lossGuard
 	for {
-		if cs := c.ids.changes(c.host.changes(r)); losses.take(c, cs) {
+		if cs := c.ids.changes(c.host.changes(r)); losses.take(c, cs, c.notices.feed.Send) {
 			c.noticed(cs)
 		}
 		if !c.pace(asked) {
@@ -133,8 +259,9 @@ type lossGuard struct {
 	distrust bool      // the notices are off for losing changes
 }
 
-// take says whether batch cs is to be applied and handed on as usual.
-func (g *lossGuard) take(c *Client, cs []vfs.Change) bool {
+// take says whether batch cs is to be applied and handed on as usual;
+// send hands on the Lost of notices turned off.
+func (g *lossGuard) take(c *Client, cs []vfs.Change, send func([]vfs.Change)) bool {
 	lost := slices.ContainsFunc(cs, func(ch vfs.Change) bool { return ch.Lost })
 	now := time.Now()
 	switch {
@@ -144,7 +271,7 @@ func (g *lossGuard) take(c *Client, cs []vfs.Change) bool {
 			g.distrust = true
 			c.notices.on.Store(false)
 			c.cache.notify(false)
-			c.notices.feed.Send([]vfs.Change{{Lost: true}})
+			send([]vfs.Change{{Lost: true}})
 		}
 		return false
 	case lost:
@@ -162,10 +289,15 @@ func (c *Client) noticed(cs []vfs.Change) {
 	if len(cs) == 0 {
 		return
 	}
+	c.applyNotice(cs)
+	c.notices.feed.Send(cs)
+}
+
+// applyNotice applies a batch to the cache and counts it.
+func (c *Client) applyNotice(cs []vfs.Change) {
 	c.notices.batches.Add(1)
 	c.notices.changes.Add(int64(len(cs)))
 	c.cache.apply(cs)
-	c.notices.feed.Send(cs)
 }
 
 // NoticeStats is what a client knows of its server's change notices.

@@ -61,6 +61,8 @@ func (c *conn) dispatchBase(ctx context.Context, m Message) (r Message, err erro
 		r, err = c.clunk(ctx, m)
 	case *Twatch:
 		r, err = c.twatch(ctx, m)
+	case *Tnotify:
+		r, err = c.tnotify(ctx, m)
 	case *Tremove:
 		r, err = c.remove(ctx, m)
 	case *Tmkdir:

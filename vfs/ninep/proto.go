@@ -95,6 +95,10 @@ const (
 	// attributes: a directory's listing in one round trip.
 	msgTwalkreaddir = 214
 	msgRwalkreaddir = 215
+	// A subscription to the tree's changes, answered by a stream of
+	// batches on its tag (watchmsg.go).
+	msgTnotify = 216
+	msgRnotify = 217
 )
 
 // Protocol constants.

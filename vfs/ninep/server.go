@@ -358,6 +358,10 @@ func (h *handoff) do() {
 
 type handoffKey struct{}
 
+// tagKey carries a request's tag, for a reply that is a stream of frames
+// (Tnotify).
+type tagKey struct{}
+
 // mayBlock hands the reading on before a call on n unless n is
 // vfs.Quick.
 func mayBlock(ctx context.Context, n vfs.Node) {
@@ -372,7 +376,7 @@ func mayBlock(ctx context.Context, n vfs.Node) {
 // wait for another request).
 func mayInline(m Message) bool {
 	switch m.(type) {
-	case *Tread, *Twrite, *Tlopen, *Tfsync, *Tlock, *Tflush, *Twatch:
+	case *Tread, *Twrite, *Tlopen, *Tfsync, *Tlock, *Tflush, *Twatch, *Tnotify:
 		return false
 	}
 	return true
@@ -507,7 +511,7 @@ func (c *conn) admit(tag uint16, m Message, bp *[]byte, h *handoff) (func(), boo
 			return func() {}, true
 		}
 	}
-	ctx, cancel := context.WithCancel(context.WithValue(c.ctx, handoffKey{}, h))
+	ctx, cancel := context.WithCancel(context.WithValue(context.WithValue(c.ctx, handoffKey{}, h), tagKey{}, tag))
 	r := &request{tag: tag, cancel: cancel, done: make(chan struct{})}
 	c.mu.Lock()
 	if _, busy := c.inflight[tag]; busy {
@@ -543,6 +547,7 @@ func (c *conn) admit(tag uint16, m Message, bp *[]byte, h *handoff) (func(), boo
 // to find the request still answers after its reply, because the Rflush
 // waits for the same lock.
 func (c *conn) finishRequest(r *request, resp Message) {
+	c.fence(resp)
 	c.reply(r.tag, resp, func() {
 		c.mu.Lock()
 		delete(c.inflight, r.tag)
@@ -597,6 +602,7 @@ func (c *conn) reply(tag uint16, m Message, retire func()) {
 func (c *conn) write(frame []byte, retire func()) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	c.writeNoticesLocked()
 	if retire != nil {
 		retire()
 	}

@@ -14,6 +14,22 @@ import "github.com/gsvfs/gsvfs/vfs"
 //
 // attr is an Rgetattr body. Each change is a vfs.Change in the server's
 // inode numbers, which are its QID paths.
+//
+// Tnotify (a later extension) subscribes the connection for good: the
+// server answers it with a stream of Rnotify frames on its tag, the
+// first at once and empty, then one for each batch, for as long as the
+// connection lasts, until a Tflush of the tag (answered by Rlerror, then
+// Rflush) or a Tversion. The tag stays in use all that time. Each
+// Rnotify is at most count bytes. On a connection subscribed so, the
+// server writes every change its tree made before a reply was made
+// ahead of that reply (it fences its tree's watch first, vfs.Watcher),
+// so a client that applies each Rnotify as it reads it has heard of
+// every change that preceded anything a reply tells it. A server that
+// does not know Tnotify refuses it (EOPNOTSUPP), and the client polls
+// with Twatch, whose batches come when they come.
+//
+//	Tnotify: fid[4] count[4]           (as Twatch)
+//	Rnotify: (as Rwatch)
 
 // Rwatch change flags.
 const (
@@ -149,7 +165,19 @@ func changeSize(c vfs.Change) int {
 	return n
 }
 
+// Tnotify subscribes to the tree's changes as a stream of Rnotify.
+type Tnotify struct{ Twatch }
+
+func (*Tnotify) msgType() uint8 { return msgTnotify }
+
+// Rnotify is one batch of a Tnotify's stream.
+type Rnotify struct{ Rwatch }
+
+func (*Rnotify) msgType() uint8 { return msgRnotify }
+
 func init() {
 	messageTypes[msgTwatch] = func() Message { return new(Twatch) }
 	messageTypes[msgRwatch] = func() Message { return new(Rwatch) }
+	messageTypes[msgTnotify] = func() Message { return new(Tnotify) }
+	messageTypes[msgRnotify] = func() Message { return new(Rnotify) }
 }
