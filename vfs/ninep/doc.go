@@ -18,6 +18,12 @@
 // clazy.go opens answered from the cache, clist.go a directory opened
 // and listed in one request) each open with their numbered invariants.
 //
+// Change notices are causal (watchmsg.go): on a Tnotify stream the server
+// fences its tree's watch before each reply and writes the changes made
+// before it ahead of it (swatch.go), and the client applies each batch on
+// its reader, before the replies behind it (cwatch.go), so a cached
+// answer is never older than news the caller could have had.
+//
 // Numbers on the wire are Linux's, as 9P2000.L defines them, whatever
 // the host; vfs's are the host's own (syscall.Errno, syscall.O_*,
 // S_IF*, dev_t, XATTR_*), and the package converts at its edge, once,
