@@ -102,7 +102,11 @@ func main() {
 	target := filepath.Join(*mnt, "mnt/d001/hello")
 	statQuiet := stats(target, 300, nil)
 	churn := func(stop <-chan struct{}) {
-		for i := 2; ; i = i%*n + 2 {
+		if *n < 2 {
+			return // no device but the one read
+		}
+		// Devices 2..n leave and join in turn; device 1 is the one read.
+		for i := 2; ; i = (i-1)%(*n-1) + 2 {
 			select {
 			case <-stop:
 				return
