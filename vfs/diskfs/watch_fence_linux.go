@@ -139,10 +139,10 @@ func (m *marker) writeLocked() bool {
 func (m *marker) wait() <-chan struct{} {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	switch {
-	case m.file == nil:
+	if m.file == nil {
 		return nil
-	case m.sent != nil:
+	}
+	if m.sent != nil {
 		// The marker on its way may have been written before the
 		// caller's changes: wait for the next, which serves everyone
 		// who comes until it is written.
@@ -150,11 +150,12 @@ func (m *marker) wait() <-chan struct{} {
 			m.next = make(chan struct{})
 		}
 		return m.next
-	case m.writeLocked():
-		m.sent = make(chan struct{})
-		return m.sent
 	}
-	return nil
+	if !m.writeLocked() {
+		return nil
+	}
+	m.sent = make(chan struct{})
+	return m.sent
 }
 
 // owns says an event is of the marker's directory or lies in it: never
