@@ -34,21 +34,36 @@ func (n *node) Watch(fn func([]vfs.Change)) (stop func()) { return n.t.Watch(fn)
 func (n *node) Fence(ctx context.Context) error { return n.t.Fence(ctx) }
 
 // Fence returns once every watched backend has handed on its changes
-// made before the call, or ctx ends.
+// made before the call, or ctx ends (the first error of a backend's
+// fence). The backends are fenced at once: a disk tree's fence waits for
+// its own marker, and the table's need not cost the sum of them.
 func (t *Table) Fence(ctx context.Context) error {
-	w := &t.watch
+	fences := t.watch.backendFences()
+	if len(fences) == 1 {
+		return fences[0](ctx)
+	}
+	errs := make(chan error, len(fences))
+	for _, fence := range fences {
+		go func() { errs <- fence(ctx) }()
+	}
+	var first error
+	for range fences {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// backendFences returns the Fence of each backend watched.
+func (w *watchState) backendFences() []func(context.Context) error {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	fences := make([]func(context.Context) error, 0, len(w.fences))
 	for _, f := range w.fences {
 		fences = append(fences, f)
 	}
-	w.mu.Unlock()
-	for _, f := range fences {
-		if err := f(ctx); err != nil {
-			return err
-		}
-	}
-	return nil
+	return fences
 }
 
 // Watch reports changes anywhere in the composed tree. The backends are

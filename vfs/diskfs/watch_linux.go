@@ -35,10 +35,34 @@ import (
 // directory that cannot be watched (fs.inotify.max_user_watches reached)
 // says so in its Attr (Watched false), so edges keep short cache times for
 // what lies in it.
+//
+// Events are gathered for batchDelay into one batch, but a fence
+// (vfs.Watcher.Fence: a 9P server fences before each reply, so that a
+// change's notice goes out ahead of anything that followed the change)
+// cannot wait for that, nor read the queue itself. The watch keeps a
+// marker, a file of its own in a private directory (never part of the
+// tree, even where the tree holds the temporary directory) watched by
+// the same inotify instance: inotify keeps one queue per instance, in
+// order, so a write to the marker queues an event behind every event
+// queued before. When run reads it, it hands the batch on at once and
+// frees the fences waiting. One marker is on its way at a time: a fence
+// that comes meanwhile waits for the next, which run writes on seeing
+// the first (the first may have been queued before the caller's
+// changes), and which serves every fence that came before it was
+// written; one at a time also keeps inotify from merging two markers
+// into one event. A marker the kernel may have dropped (the queue
+// overflowed) or that is overdue (markerPatience) frees the fences with
+// a batch saying changes were lost, which covers what they waited for;
+// a watch without a marker (no temporary directory, or it was removed)
+// hands on what it holds to each fence, and says so once in the log.
+//
+// Locks: f.watchMu is taken before treeWatch.mu or marker.mu; those two
+// are never held together, nor while the feed hands a batch on.
 
 // batchDelay gathers the events of a burst (a writer's many writes, a
-// checkout's many files) into one batch, each name reported once.
-const batchDelay = 10 * time.Millisecond
+// checkout's many files) into one batch, each name reported once. A var
+// so that tests can make it long: a watch takes it as it starts.
+var batchDelay = 10 * time.Millisecond
 
 // retryFull is how long a full watch table is left alone before a
 // directory tries for a watch again.
@@ -54,6 +78,10 @@ type treeWatch struct {
 	place func(path string) error
 
 	feed vfs.Feed[vfs.Change]
+	// delay is batchDelay when the watch started.
+	delay time.Duration
+	// marker is the watch's fence (watch_fence_linux.go).
+	marker *marker
 
 	mu sync.Mutex
 	// dirs are the watched directories by the path their watch was added
@@ -150,10 +178,11 @@ func (f *FS) startWatch() (*treeWatch, error) {
 	if err != nil {
 		return nil, err
 	}
-	tw := &treeWatch{fs: f, w: w, done: make(chan struct{}), place: w.Add,
+	tw := &treeWatch{fs: f, w: w, done: make(chan struct{}), place: w.Add, delay: batchDelay,
 		log:   bounds.NewRateLog(slog.Default(), 10*time.Second),
 		dirs:  map[string]weak.Pointer[node]{},
 		paths: map[weak.Pointer[node]]string{}}
+	tw.marker = startMarker(w, tw.log)
 	f.watch.Store(tw)
 	go tw.run()
 	for _, n := range f.liveDirs() {
@@ -188,6 +217,7 @@ func (tw *treeWatch) close() {
 	tw.mu.Unlock()
 	close(tw.done)
 	tw.w.Close()
+	tw.marker.close()
 }
 
 // watchDir watches the directory n if the tree is watched and n is not
@@ -222,6 +252,9 @@ func (n *node) hostPath() (string, bool) {
 }
 
 func (tw *treeWatch) addAt(n *node, p string) {
+	if tw.marker.holds(n) {
+		return // the fence's, inside the tree: its events are never changes
+	}
 	if err := tw.place(p); err != nil {
 		tw.failed(p, err)
 		return
@@ -291,15 +324,17 @@ type changeKey struct {
 	name string
 }
 
-// fence waits for the events queued before the call (not yet: see the
-// fence helper's work).
-func (tw *treeWatch) fence(ctx context.Context) error { return ctx.Err() }
+// batch is what run has gathered and not yet handed on.
+type batch struct {
+	pending map[changeKey]bool // value: the content was written
+	lost    bool
+	// due fires when the batch is to go out (nil: nothing gathered).
+	due <-chan time.Time
+}
 
 // run gathers events into batches and hands them on.
 func (tw *treeWatch) run() {
-	pending := map[changeKey]bool{} // value: the content was written
-	lost := false
-	var flush <-chan time.Time
+	b := batch{pending: map[changeKey]bool{}}
 	for {
 		select {
 		case <-tw.done:
@@ -308,28 +343,69 @@ func (tw *treeWatch) run() {
 			if !ok {
 				return
 			}
-			if !tw.note(pending, ev) {
-				lost = true
+			if tw.marker.owns(ev.Name) {
+				tw.markerEvent(&b, ev)
+				continue
+			}
+			if !tw.note(b.pending, ev) {
+				b.lost = true
 			}
 		case err, ok := <-tw.w.Errors:
 			if !ok {
 				return
 			}
-			if errors.Is(err, fsnotify.ErrEventOverflow) {
-				lost = true
-			}
 			tw.log.Warn("inotify-error", "watch fell behind: the kernel's caches of the tree are dropped", "err", err)
-		case <-flush:
-			flush = nil
-			tw.feed.Send(tw.changes(pending, lost))
-			clear(pending)
-			lost = false
+			if errors.Is(err, fsnotify.ErrEventOverflow) {
+				// The marker on its way may be among the events dropped.
+				b.lost = true
+				tw.handOn(&b)
+				tw.marker.giveUp(false)
+				continue
+			}
+		case <-b.due:
+			tw.handOn(&b)
+			continue
+		case reply := <-tw.marker.flushes:
+			tw.handOn(&b)
+			close(reply)
+			continue
+		case <-tw.marker.overdue.C:
+			tw.log.Warn("fence-overdue", "fence marker overdue: the kernel's caches of the tree are dropped",
+				"after", tw.marker.patience)
+			b.lost = true
+			tw.handOn(&b)
+			tw.marker.giveUp(false)
 			continue
 		}
-		if flush == nil {
-			flush = time.After(batchDelay)
+		if b.due == nil {
+			b.due = time.After(tw.delay)
 		}
 	}
+}
+
+// markerEvent follows an event of the fence's marker: the marker on its
+// way hands on the batch at once, and then frees the fences waiting.
+func (tw *treeWatch) markerEvent(b *batch, ev fsnotify.Event) {
+	switch tw.marker.classify(ev) {
+	case markerPassed:
+		tw.handOn(b)
+		tw.marker.passed()
+	case markerGone:
+		b.lost = true
+		tw.handOn(b)
+		tw.marker.giveUp(true)
+	}
+}
+
+// handOn hands the batch to the subscribers (if it holds anything) and
+// starts the next.
+func (tw *treeWatch) handOn(b *batch) {
+	if len(b.pending) > 0 || b.lost {
+		tw.feed.Send(tw.changes(b.pending, b.lost))
+	}
+	clear(b.pending)
+	b.lost = false
+	b.due = nil
 }
 
 // note adds an event to the batch. A directory of the tree removed or
