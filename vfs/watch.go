@@ -38,7 +38,9 @@ type Change struct {
 // followed a change has heard of the change first (gsvfs-devices(7),
 // Caching). A tree with nothing to wait for (it hands changes on as
 // they happen, or learns of them from elsewhere in an order of their
-// own, as a 9P client does) returns nil at once.
+// own, as a 9P client does) returns nil at once. A fence may be kept
+// by a batch that says changes were lost. fn must not call Fence: it
+// would wait on itself.
 type Watcher interface {
 	Watch(fn func([]Change)) (stop func())
 	Fence(ctx context.Context) error
