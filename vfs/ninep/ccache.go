@@ -127,6 +127,11 @@ type cache struct {
 	// a storm of changes elsewhere (a build, git's index) leaves what
 	// is fetched here held as long as ever.
 	noticed marks
+	// own counts the changes of this client's in flight by the files and
+	// directories they change, and waiting holds the notices that touch
+	// them until they are answered (owning).
+	own     map[uint64]int
+	waiting []vfs.Change
 	max     int
 	cost    int
 	lru     list.List // of *cacheEntry, most recent first
@@ -483,6 +488,92 @@ func (c *cache) notify(on bool) {
 // content (Data) counts as one whatever the attributes say: two writes
 // within one tick of the disk's clock leave size and times as they were.
 func (c *cache) apply(cs []vfs.Change) {
+	c.mu.Lock()
+	now := make([]vfs.Change, 0, len(cs))
+	for _, ch := range cs {
+		switch {
+		case ch.Lost:
+			c.waiting = nil // everything goes
+		case c.ownedLocked(ch) && len(c.waiting) < maxWaiting:
+			c.waiting = append(c.waiting, ch)
+			continue
+		}
+		now = append(now, ch)
+	}
+	c.mu.Unlock()
+	c.applyNow(now)
+}
+
+// maxWaiting bounds the notices held back for changes of this client's
+// in flight; past it they are applied at once (dropping more than they
+// need to, no more).
+const maxWaiting = 4096
+
+// A notice of a change this client is making comes ahead of the
+// change's reply (the server writes every change made before a reply
+// ahead of it), while the cache still holds what the change replaces:
+// applied then, it looks like another's change and drops what the
+// reply is about to make true (the names of a directory the client
+// made, that a file has no extended attributes). So a notice touching
+// a file or directory that a change of this client's is in flight on
+// waits until that change is answered, and is then judged against what
+// the answer left, as the echo of the change it most likely is; one
+// that disagrees with the answer drops what it makes stale, as ever.
+// Another's change to the same file in the same moment shows as late as
+// the client's own change is answered.
+
+// owning marks inos as changed by this client until done is called,
+// once the change's answer is in the cache: notices touching them wait
+// until then.
+func (c *cache) owning(inos ...uint64) (done func()) {
+	c.mu.Lock()
+	if c.own == nil {
+		c.own = map[uint64]int{}
+	}
+	for _, ino := range inos {
+		c.own[ino]++
+	}
+	c.mu.Unlock()
+	return sync.OnceFunc(func() {
+		c.mu.Lock()
+		for _, ino := range inos {
+			if c.own[ino]--; c.own[ino] <= 0 {
+				delete(c.own, ino)
+			}
+		}
+		ready := c.readyLocked()
+		c.mu.Unlock()
+		c.applyNow(ready)
+	})
+}
+
+// ownedLocked says whether ch touches what a change of this client's in
+// flight changes. c.mu is held.
+func (c *cache) ownedLocked(ch vfs.Change) bool {
+	return ch.Dir != 0 && c.own[ch.Dir] > 0 || ch.Attr.Ino != 0 && c.own[ch.Attr.Ino] > 0
+}
+
+// readyLocked takes the waiting notices that no change in flight holds
+// back any more, in the order they came. c.mu is held.
+func (c *cache) readyLocked() []vfs.Change {
+	var ready []vfs.Change
+	kept := c.waiting[:0]
+	for _, ch := range c.waiting {
+		if c.ownedLocked(ch) {
+			kept = append(kept, ch)
+		} else {
+			ready = append(ready, ch)
+		}
+	}
+	c.waiting = kept
+	return ready
+}
+
+// applyNow applies notices: what they make stale is dropped.
+func (c *cache) applyNow(cs []vfs.Change) {
+	if len(cs) == 0 {
+		return
+	}
 	c.mu.Lock()
 	c.gen++
 	for _, ch := range cs {

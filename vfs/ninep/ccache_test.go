@@ -243,3 +243,42 @@ func TestCacheBounded(t *testing.T) {
 		t.Error("a listing costing more than an eighth of the cache is held")
 	}
 }
+
+// TestCacheNoticesWaitForOwnChange: a notice touching a file a change of
+// this client's is in flight on (whose notice comes ahead of its reply)
+// waits until the change is answered, and is then judged against the
+// answer: one that agrees drops nothing, one that does not drops the
+// file. A Lost is never held back.
+func TestCacheNoticesWaitForOwnChange(t *testing.T) {
+	const file = 11
+	for _, tc := range []struct {
+		name    string
+		noticed vfs.Attr
+		kept    bool
+	}{
+		{"the echo", fileAttr(file, 6, 2), true},
+		{"another change", fileAttr(file, 7, 3), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _ := testCache(100)
+			c.put(attrKey(file), fileAttr(file, 5, 1), 1, true, c.since())
+			done := c.owning(file)
+			c.apply([]vfs.Change{{Dir: 10, Name: "f", Data: true, Attr: tc.noticed}})
+			if v, ok := c.get(attrKey(file)); !ok || v.(vfs.Attr).Size != 5 {
+				t.Fatalf("while the change is in flight: %v %+v, want the attributes held before", ok, v)
+			}
+			c.putBrief(attrKey(file), fileAttr(file, 6, 2), 1) // the change's answer
+			done()
+			if v, ok := c.get(attrKey(file)); tc.kept && (!ok || v.(vfs.Attr).Size != 6) || !tc.kept && ok && v.(vfs.Attr).Size == 6 {
+				t.Errorf("after the answer: %v %+v; want the answer kept: %v", ok, v, tc.kept)
+			}
+		})
+	}
+	c, _ := testCache(100)
+	c.put(attrKey(file), fileAttr(file, 5, 1), 1, true, c.since())
+	defer c.owning(file)()
+	c.apply([]vfs.Change{{Lost: true}})
+	if _, ok := c.get(attrKey(file)); ok {
+		t.Error("a Lost waited for a change in flight")
+	}
+}

@@ -74,6 +74,7 @@ func (h *handle) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 // WriteAt drops the file's cached attributes: its size and times change.
 func (h *handle) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
 	h.dropAhead() // what was read ahead may be what this writes over
+	defer h.c.cache.owning(h.ino)()
 	defer h.c.cache.dropChanged(h.ino)
 	return h.c.writeAt(ctx, h.fid, p, off)
 }

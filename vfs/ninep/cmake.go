@@ -111,6 +111,7 @@ func (n *node) createGet(ctx context.Context, name string, flags int, mode uint3
 	if err := n.ready(ctx); err != nil {
 		return nil, nil, asErr("create", err)
 	}
+	defer n.c.cache.owning(n.qid.Path)()
 	fid, nodeFid := n.c.newFid(), n.c.newFid()
 	m := &Tcreateget{NewFid: fid, NodeFid: nodeFid,
 		Tlcreate: Tlcreate{Fid: n.fid, Name: name, Flags: n.c.host.openToWire(flags), Mode: n.c.host.modeToWire(mode), Gid: n.c.ids.newGid(ctx)}}

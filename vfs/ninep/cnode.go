@@ -207,6 +207,7 @@ func (n *node) SetAttr(ctx context.Context, s vfs.SetAttr) (vfs.Attr, error) {
 // (the kernel asks for them again at once), else a Tsetattr and a
 // Tgetattr.
 func (c *Client) setattr(ctx context.Context, fid uint32, ino uint64, s vfs.SetAttr) (vfs.Attr, error) {
+	defer c.cache.owning(ino)()
 	s, err := c.ids.toServer(s)
 	if err != nil {
 		return vfs.Attr{}, err
@@ -501,6 +502,7 @@ func (n *node) create(ctx context.Context, name string, flags int, mode uint32) 
 	if err != nil {
 		return nil, nil, asErr("create", err)
 	}
+	defer n.c.cache.owning(n.qid.Path)()
 	r, err := do[*Rlcreate](ctx, n.c, &Tlcreate{Fid: fid, Name: name, Flags: n.c.host.openToWire(flags), Mode: n.c.host.modeToWire(mode), Gid: n.c.ids.newGid(ctx)})
 	n.madeName(name, err)
 	if err != nil {
@@ -524,6 +526,7 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32) (vfs.Node, e
 	if err := n.ready(ctx); err != nil {
 		return nil, asErr("mkdir", err)
 	}
+	defer n.c.cache.owning(n.qid.Path)()
 	_, err := do[*Rmkdir](ctx, n.c, &Tmkdir{Dfid: n.fid, Name: name, Mode: n.c.host.modeToWire(mode), Gid: n.c.ids.newGid(ctx)})
 	n.madeName(name, err)
 	if err != nil {
@@ -547,6 +550,7 @@ func (n *node) Remove(ctx context.Context, name string, dir bool) error {
 	if err := n.ready(ctx); err != nil {
 		return asErr("remove", err)
 	}
+	defer n.c.cache.owning(append(n.c.cache.entryFiles(n.qid.Path, name), n.qid.Path)...)()
 	after := n.changing(name) // the file's link count, its name's entry
 	_, err := do[*Runlinkat](ctx, n.c, &Tunlinkat{Dfid: n.fid, Name: name, Flags: flags})
 	if errors.Is(err, syscall.EOPNOTSUPP) {
@@ -594,6 +598,8 @@ func (n *node) Rename(ctx context.Context, oldName string, newDir vfs.Node, newN
 	}
 	// Both entries, both directories, the file moved and the one it
 	// replaces (its link count).
+	moved := append(n.c.cache.entryFiles(n.qid.Path, oldName), n.c.cache.entryFiles(to.qid.Path, newName)...)
+	defer n.c.cache.owning(append(moved, n.qid.Path, to.qid.Path)...)()
 	afterOld, afterNew := n.changing(oldName), to.changing(newName)
 	// Onto a name not there, the old name goes; onto one there, it may be
 	// another link of the same file, and then both stay (rename(2)).
@@ -656,6 +662,7 @@ func makeEntry[R Message](ctx context.Context, n *node, op, name string, req fun
 	if err := n.ready(ctx); err != nil {
 		return nil, asErr(op, err)
 	}
+	defer n.c.cache.owning(n.qid.Path)()
 	_, err := do[R](ctx, n.c, req())
 	n.madeName(name, err)
 	if err != nil {
@@ -677,6 +684,7 @@ func (n *node) Link(ctx context.Context, target vfs.Node, name string) (vfs.Node
 	if err := readyBoth(ctx, n, t); err != nil {
 		return nil, asErr("link", err)
 	}
+	defer n.c.cache.owning(n.qid.Path, t.qid.Path)()
 	_, err := do[*Rlink](ctx, n.c, &Tlink{Dfid: n.fid, Fid: t.fid, Name: name})
 	n.madeName(name, err)
 	n.c.cache.dropFile(t.qid.Path) // its link count

@@ -77,6 +77,9 @@ func TestSequentialReadKeepsReadsInFlight(t *testing.T) {
 	}
 	_, addr := serve(t, vfs.NewStaticDir(map[string]vfs.Node{"f": g}))
 	c, root := dial(t, addr, "")
+	// The client asks for notices in the background, and is refused
+	// (the tree does not watch): that is over before anything is counted.
+	waitUntil(t, "the notices asked for", func() bool { return c.SentByType()["watch"] > 0 })
 	h, err := walk(t, root, "f").Open(context.Background(), os.O_RDONLY)
 	if err != nil {
 		t.Fatal(err)
@@ -227,6 +230,9 @@ func grownFile(t *testing.T, data []byte) (*heldWrites, vfs.Handle, *Client) {
 	g.data = data
 	_, addr := serve(t, vfs.NewStaticDir(map[string]vfs.Node{"f": g}))
 	c, root := dial(t, addr, "")
+	// The client asks for notices in the background, and is refused
+	// (the tree does not watch): that is over before anything is counted.
+	waitUntil(t, "the notices asked for", func() bool { return c.SentByType()["watch"] > 0 })
 	h, err := walk(t, root, "f").Open(context.Background(), os.O_RDONLY)
 	if err != nil {
 		t.Fatal(err)

@@ -206,8 +206,10 @@ func (h *writingHandle) send(ctx context.Context, p []byte, off int64) error {
 		return vfs.Error("write", "", vfs.Errno(err))
 	}
 	data := append([]byte(nil), p...)
+	owned := h.c.cache.owning(h.ino)
 	go func() {
 		defer b.done(seq)
+		defer owned()
 		ctx := context.WithValue(h.c.life, behindKey{}, true)
 		r, err := do[*Rwrite](ctx, h.c, &Twrite{Fid: h.fid, Offset: uint64(off), Data: data})
 		if err == nil && int(r.Count) < len(data) {

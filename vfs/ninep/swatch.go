@@ -236,7 +236,6 @@ func (c *conn) writeNoticeLocked(tag uint16, cs []vfs.Change) bool {
 		c.nc.Close()
 		return false
 	}
-	c.srv.count(&Rnotify{})
 	return true
 }
 
