@@ -386,7 +386,17 @@ mount_sshfs() {
 	DIR[sshfs]=$work/ss.mnt/sshfs
 }
 
-unmount_gsvfs() { "$gsvfs" umount "$work/gs.mnt" >/dev/null 2>&1 || unmount "$work/gs.mnt"; }
+# unmount_gsvfs: gsvfs umount, which waits for the daemon to exit; when
+# it does not, what still holds the mount is logged (a daemon that
+# cannot leave keeps the next mount from being made).
+unmount_gsvfs() {
+	local err
+	if ! err=$("$gsvfs" umount "$work/gs.mnt" 2>&1); then
+		log "gsvfs umount: $err"
+		ps -eo pid,etime,stat,wchan:20,args | grep -v grep | grep -E "gs\.mnt|gsvfs|tail|cat " >&2 || true
+		unmount "$work/gs.mnt"
+	fi
+}
 unmount_sshfs() { unmount "$work/ss.mnt"; stop_pid sshfs; }
 
 DIR[native]=$data/native
