@@ -63,11 +63,13 @@ type device struct {
 	// have ended, in all and by type; LinkRequests adds the live link's.
 	sentBefore       int64
 	sentBeforeByType map[string]int64
+	noticesBefore    int64 // batches of notices the ended links brought
 }
 
 // linkEnded adds what client sent to the counts of ended links.
 func (d *device) linkEnded(client *ninep.Client) {
 	d.sentBefore += client.Sent()
+	d.noticesBefore += client.Notices().Batches
 	if d.sentBeforeByType == nil {
 		d.sentBeforeByType = map[string]int64{}
 	}
@@ -548,6 +550,9 @@ type LinkCount struct {
 	Requests int64 // 9P requests sent to the device: round trips over its link
 	// ByType is Requests by kind of request (ninep.Client.SentByType).
 	ByType map[string]int64
+	// Notices counts the batches of change notices the device sent
+	// unasked (ninep.Client.Notices): no round trip each.
+	Notices int64
 }
 
 // LinkRequests counts the requests sent to each device that has joined,
@@ -559,9 +564,10 @@ func (g *Gateway) LinkRequests() []LinkCount {
 	out := make([]LinkCount, 0, len(g.devices))
 	for _, id := range slices.Sorted(maps.Keys(g.devices)) {
 		d := g.devices[id]
-		c := LinkCount{Device: id, Online: d.link != nil, Requests: d.sentBefore, ByType: maps.Clone(d.sentBeforeByType)}
+		c := LinkCount{Device: id, Online: d.link != nil, Requests: d.sentBefore, ByType: maps.Clone(d.sentBeforeByType), Notices: d.noticesBefore}
 		if d.link != nil {
 			c.Requests += d.link.client.Sent()
+			c.Notices += d.link.client.Notices().Batches
 			if c.ByType == nil {
 				c.ByType = map[string]int64{}
 			}

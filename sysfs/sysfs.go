@@ -54,6 +54,7 @@ type Link struct {
 	Online   bool
 	Requests int64
 	ByType   map[string]int64 // Requests by kind: "walk", "read"...
+	Notices  int64            // batches of change notices the device sent
 }
 
 // LogCounts are the lines written to /dev/log that the daemon logged,
@@ -166,7 +167,7 @@ func stats(o Options) []byte {
 	}
 	if o.Links != nil {
 		for _, l := range o.Links() {
-			fmt.Fprintf(&b, "device %s online %s requests sent %d\n", l.Device, yesNo(l.Online), l.Requests)
+			fmt.Fprintf(&b, "device %s online %s requests sent %d notices %d\n", l.Device, yesNo(l.Online), l.Requests, l.Notices)
 			if len(l.ByType) > 0 {
 				fmt.Fprintf(&b, "device %s requests%s\n", l.Device, byType(l.ByType))
 			}

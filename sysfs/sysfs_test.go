@@ -93,7 +93,7 @@ func TestStats(t *testing.T) {
 		"uptime 1m0s\n",
 		"sessions live 2 total 7\n",
 		"devices online 1 known 3\n",
-		"device lap online yes requests sent 51000\n",
+		"device lap online yes requests sent 51000 notices 0\n",
 		"device lap requests walk 30000 getattr 20000 read 1000\n",
 		"dev/log lines 12 written 800 B dropped lines 5000 written 2.0 MiB\n",
 		"edge 9p unix:/s connections 1 requests 10 errors 2 read 1.5 KiB written 3.0 MiB\n",

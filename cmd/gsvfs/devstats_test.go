@@ -56,3 +56,21 @@ func total(counts map[string]int64) int64 {
 	}
 	return n
 }
+
+// deviceNotices reads a gateway's /sys/stats count of the batches of
+// change notices each device sent ("device ID online ... notices N").
+func deviceNotices(t *testing.T, stats string) map[string]int64 {
+	t.Helper()
+	b, err := os.ReadFile(stats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int64{}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && f[0] == "device" && f[len(f)-2] == "notices" {
+			out[f[1]], _ = strconv.ParseInt(f[len(f)-1], 10, 64)
+		}
+	}
+	return out
+}

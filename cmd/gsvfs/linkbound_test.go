@@ -105,7 +105,7 @@ func TestDeviceRequestsInStats(t *testing.T) {
 	}
 	_, m := gatewayWithDevice(t, "lap", src, "/workspaces/src")
 
-	line := regexp.MustCompile(`(?m)^device lap online yes requests sent (\d+)$`)
+	line := regexp.MustCompile(`(?m)^device lap online yes requests sent (\d+) notices \d+$`)
 	sent := func() int64 {
 		t.Helper()
 		stats := output("cat", m.Path("sys/stats"))
