@@ -177,6 +177,11 @@ func (c *Client) wireAttr(r *Rgetattr) vfs.Attr {
 	return a
 }
 
+// generated reports whether q is a generated file's, as gsvfs's server
+// marks them: a plain file of QID version 0 (attrQID). Its content is
+// never cached, its attributes never held.
+func (q QID) generated() bool { return q.Type == QTFile && q.Version == 0 }
+
 // attrFromWire converts Rgetattr. A regular file with QID version 0 is
 // taken as volatile: gsvfs's server marks generated files that way.
 func (h *hostNumbers) attrFromWire(r *Rgetattr) vfs.Attr {
@@ -379,7 +384,7 @@ func (n *node) open(ctx context.Context, flags int) (vfs.Handle, error) {
 	h := n.c.newHandle(fid, r.QID, flags)
 	if d, ok := h.(*dirHandle); ok {
 		d.dir = n // its listings may prefill n's lookups
-	} else if n.c.exact {
+	} else if n.c.exact && !(n.c.extended && r.QID.generated()) {
 		if err := n.c.vouch(ctx, fid); err != nil {
 			h.Close()
 			return nil, err
@@ -392,7 +397,11 @@ func (n *node) open(ctx context.Context, flags int) (vfs.Handle, error) {
 // the server's answer now (ClientOptions.Exact: a notice of a change
 // made before the open may not have come yet). Held otherwise, the file
 // changed: what was held is dropped, its content's count moved, and the
-// answer held briefly, as one to this client's own change is.
+// answer held briefly, as one to this client's own change is. A
+// generated file is not vouched for: nothing of it is held (putAttrVia,
+// heldReply) and its handles read no window ahead (newHandle), so the
+// answer would change nothing, and it cost a round trip at every open
+// of a session's ctl or wait through a gateway.
 func (c *Client) vouch(ctx context.Context, fid uint32) error {
 	r, err := do[*Rgetattr](ctx, c, &Tgetattr{Fid: fid, Mask: AttrBasic})
 	if err != nil {
