@@ -533,13 +533,19 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32) (vfs.Node, e
 	if err := n.ready(ctx); err != nil {
 		return nil, asErr("mkdir", err)
 	}
-	_, err := do[*Rmkdir](ctx, n.c, &Tmkdir{Dfid: n.fid, Name: name, Mode: n.c.host.modeToWire(mode), Gid: n.c.ids.newGid(ctx)})
+	m := Tmkdir{Dfid: n.fid, Name: name, Mode: n.c.host.modeToWire(mode), Gid: n.c.ids.newGid(ctx)}
+	if n.c.extended && !n.c.mkdirGetRefused() {
+		if kid, err := n.mkdirGet(ctx, m); !errors.Is(err, syscall.EOPNOTSUPP) {
+			return kid, err
+		}
+	}
+	_, err := do[*Rmkdir](ctx, n.c, &m)
 	n.madeName(name, err)
 	if err != nil {
 		return nil, asErr("mkdir", err)
 	}
 	if n.c.extended {
-		return n.mkdirGet(ctx, name, n.c.cache.since())
+		return n.walkMadeDir(ctx, name, n.c.cache.since())
 	}
 	return n.made(ctx, name)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"os"
+	"syscall"
 	"testing"
 
 	"github.com/gsvfs/gsvfs/vfs"
@@ -54,5 +55,63 @@ func TestExactOpenOfGeneratedFileSendsOneRequest(t *testing.T) {
 		if want := map[string]int64{"walkopen": 1}; !maps.Equal(got, want) {
 			t.Errorf("open of a generated file with flags %#x sent %v, want %v", flags, got, want)
 		}
+	}
+}
+
+// mkdirStat makes name in dir and stats the new directory, as a FUSE
+// edge's mkdir does, returning the requests c sent.
+func mkdirStat(t *testing.T, c *Client, dir vfs.Node, name string) map[string]int64 {
+	t.Helper()
+	return sentOf(c, func() {
+		kid, err := dir.Mkdir(context.Background(), name, 0o755)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a, err := kid.Attr(context.Background()); err != nil || !a.IsDir() {
+			t.Fatalf("stat of the new directory %s: %+v, %v", name, a, err)
+		}
+	})
+}
+
+// A mkdir and the stat of the directory made cost one Tmkdirget, and
+// through a server whose tree is itself a 9P client (a gateway's
+// /mnt/ID), one request on each connection: the middle server answers
+// the stat from what the mkdir brought.
+func TestMkdirInOneRequest(t *testing.T) {
+	far, root, _ := extDisk(t, func(string) {})
+	_, addr := serve(t, root)
+	near, nearRoot := dial(t, addr, "")
+	noticesOn(t, near)
+	farBefore := far.SentByType()
+	got := mkdirStat(t, near, nearRoot, "d")
+	want := map[string]int64{"mkdirget": 1}
+	if !maps.Equal(got, want) {
+		t.Errorf("mkdir and stat through the middle server sent it %v, want %v", got, want)
+	}
+	farGot := far.SentByType()
+	for k := range farGot {
+		farGot[k] -= farBefore[k]
+	}
+	maps.DeleteFunc(farGot, func(k string, n int64) bool { return n == 0 || k == "watch" || k == "clunk" })
+	if !maps.Equal(farGot, want) {
+		t.Errorf("the middle server sent the far one %v, want %v", farGot, want)
+	}
+	if _, err := nearRoot.Mkdir(context.Background(), "d", 0o755); vfs.Errno(err) != syscall.EEXIST {
+		t.Errorf("a second mkdir of d: %v, want EEXIST", err)
+	}
+}
+
+// A server that speaks the extensions but not Tmkdirget (an older gsvfs:
+// the rogue) refuses it once; the client then makes directories with a
+// Tmkdir and a walk, without asking again.
+func TestMkdirFallsBack(t *testing.T) {
+	c, root := dialWith(t, (&rogue{}).serve(t), "", ClientOptions{})
+	first := mkdirStat(t, c, root, "a")
+	if first["mkdirget"] != 1 || first["mkdir"] != 1 || first["walkgetattr"] != 1 {
+		t.Errorf("first mkdir sent %v, want a mkdirget, refused, a mkdir and a walkgetattr", first)
+	}
+	second := mkdirStat(t, c, root, "b")
+	if second["mkdirget"] != 0 || second["mkdir"] != 1 || second["walkgetattr"] != 1 {
+		t.Errorf("second mkdir sent %v, want a mkdir and a walkgetattr, no mkdirget", second)
 	}
 }

@@ -29,6 +29,8 @@ func (c *conn) dispatchExt(ctx context.Context, m Message) (Message, error) {
 		return c.createget(ctx, m)
 	case *Twalkreaddir:
 		return c.walkreaddir(ctx, m)
+	case *Tmkdirget:
+		return c.mkdirget(ctx, m)
 	}
 	return c.dispatchBase(ctx, m)
 }
@@ -241,4 +243,40 @@ func (c *conn) clunkmany(ctx context.Context, m *Tclunkmany) (Message, error) {
 		c.clunk(ctx, &Tclunk{fidMsg{n}})
 	}
 	return &Rclunkmany{}, nil
+}
+
+// mkdirget is mkdir that makes newfid on the new directory, as a walk to
+// it would, and answers with its attributes and its parent's (whose
+// times and link count the mkdir changed, and which a kernel asks for
+// next). A newfid that cannot be made fails the request before anything
+// is made.
+func (c *conn) mkdirget(ctx context.Context, m *Tmkdirget) (Message, error) {
+	if m.NewFid == m.Dfid || c.hasFid(m.NewFid) {
+		return nil, vfs.Error("mkdir", m.Name, syscall.EBADF)
+	}
+	return withFid(ctx, c, m.Dfid, func(f *fid) (Message, error) {
+		if err := vfs.CheckName("mkdir", m.Name); err != nil {
+			return nil, err
+		}
+		dir := f.at.Load()
+		kid, err := dir.node.Mkdir(callerCtx(ctx, f, m.Gid), m.Name, c.host().modeFromWire(m.Mode&wS_PERM))
+		if err != nil {
+			return nil, err
+		}
+		a, err := kid.Attr(ctx)
+		if err != nil {
+			return nil, err // as Tmkdir's QID fails
+		}
+		if a.IsDir() && a.Watched {
+			c.watch.hold(kid, a.Ino) // as a walk to it would
+		}
+		if err := c.addFid(m.NewFid, newFid(&place{node: kid, parent: dir, name: m.Name}, f.uid)); err != nil {
+			return nil, err // taken meanwhile by a request of the client's own
+		}
+		r := &Rmkdirget{QID: attrQID(a), Attr: *c.host().fileAttrToWire(ctx, kid, a)}
+		if d, err := f.attrOf(ctx); err == nil {
+			r.DirAttr = *c.host().fileAttrToWire(ctx, dir.node, d)
+		}
+		return r, nil
+	})
 }
