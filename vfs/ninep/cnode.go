@@ -120,13 +120,14 @@ func (c *Client) statHeld(ctx context.Context, fid uint32, gen uint64) (vfs.Attr
 func (c *Client) heldStat(r *Rgetattr, gen uint64) vfs.Attr { return c.heldStatVia(r, gen, 0) }
 
 // heldStatVia is heldStat of a file found by name in directory dir
-// (cache.putVia).
+// (cache.putVia). That a file has no extended attributes is held for a
+// generated file too, whose attributes are not: the server says so of
+// every generated file (fileAttrToWire), and the kernel asks for
+// security.capability at every write (a session's ctl).
 func (c *Client) heldStatVia(r *Rgetattr, gen, dir uint64) vfs.Attr {
 	a := c.wireAttr(r)
 	c.putAttrVia(a, gen, dir)
-	if !a.Volatile {
-		c.cache.putNoXattrs(r, gen)
-	}
+	c.cache.putNoXattrs(r, gen)
 	return a
 }
 
@@ -137,8 +138,8 @@ func (c *Client) heldReply(r *Rgetattr) vfs.Attr {
 	a := c.wireAttr(r)
 	if !a.Volatile {
 		c.cache.putBrief(cacheKey{cAttr, a.Ino, ""}, a, 1)
-		c.cache.putBriefNoXattrs(r)
 	}
+	c.cache.putBriefNoXattrs(r)
 	return a
 }
 
@@ -170,10 +171,14 @@ func (c *Client) getattr(ctx context.Context, fid uint32) (vfs.Attr, error) {
 
 // wireAttr is what the server said of a file, watched only while its
 // notices flow on this connection (a server's mark alone does not keep
-// the cache true).
+// the cache true), generated only if a gsvfs server says so: to a plain
+// one (diod) QID version 0 means nothing, and what this client's own
+// server says of a generated file (fileAttrToWire: no extended
+// attributes) must not be said of one of its.
 func (c *Client) wireAttr(r *Rgetattr) vfs.Attr {
 	a := c.ids.attr(c.host.attrFromWire(r))
 	a.Watched = a.Watched && c.notices.on.Load()
+	a.Volatile = a.Volatile && c.extended
 	return a
 }
 

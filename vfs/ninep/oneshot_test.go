@@ -7,15 +7,21 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/vfs"
 )
 
-// sentOf runs fn and returns the requests c sent meanwhile, by type,
-// those that go in the background (clunks, notices' polls, flushes)
-// left out.
+// sentOf runs fn and returns the requests c sent meanwhile, as
+// sentSince.
 func sentOf(c *Client, fn func()) map[string]int64 {
 	before := c.SentByType()
 	fn()
+	return sentSince(c, before)
+}
+
+// sentSince is what c sent since before (a SentByType), by type, those
+// that go in the background (clunks, notices' polls, flushes) left out.
+func sentSince(c *Client, before map[string]int64) map[string]int64 {
 	after := c.SentByType()
 	for k := range after {
 		after[k] -= before[k]
@@ -35,7 +41,17 @@ func generatedFile(t *testing.T) (*Client, vfs.Node) {
 		return vfs.FuncHandle{}, nil
 	})
 	_, addr := serve(t, vfs.NewStaticDir(map[string]vfs.Node{"f": f}))
-	return dialWith(t, addr, "", ClientOptions{Exact: true})
+	c, root := dialWith(t, addr, "", ClientOptions{Exact: true})
+	noticesAsked(t, c)
+	return c, root
+}
+
+// noticesAsked waits until c has asked for the server's notices (its
+// walk to a fid of their own, then a Twatch), so that no count of
+// requests made after includes that walk, whatever the answer.
+func noticesAsked(t *testing.T, c *Client) {
+	t.Helper()
+	testenv.WaitFor(t, hangBound, "the notices asked for", func() bool { return c.SentByType()["watch"] > 0 })
 }
 
 // An open of a generated file through a client told the server shares
@@ -88,12 +104,7 @@ func TestMkdirInOneRequest(t *testing.T) {
 	if !maps.Equal(got, want) {
 		t.Errorf("mkdir and stat through the middle server sent it %v, want %v", got, want)
 	}
-	farGot := far.SentByType()
-	for k := range farGot {
-		farGot[k] -= farBefore[k]
-	}
-	maps.DeleteFunc(farGot, func(k string, n int64) bool { return n == 0 || k == "watch" || k == "clunk" })
-	if !maps.Equal(farGot, want) {
+	if farGot := sentSince(far, farBefore); !maps.Equal(farGot, want) {
 		t.Errorf("the middle server sent the far one %v, want %v", farGot, want)
 	}
 	if _, err := nearRoot.Mkdir(context.Background(), "d", 0o755); vfs.Errno(err) != syscall.EEXIST {
@@ -113,5 +124,36 @@ func TestMkdirFallsBack(t *testing.T) {
 	second := mkdirStat(t, c, root, "b")
 	if second["mkdirget"] != 0 || second["mkdir"] != 1 || second["walkgetattr"] != 1 {
 		t.Errorf("second mkdir sent %v, want a mkdir and a walkgetattr, no mkdirget", second)
+	}
+}
+
+// The kernel's getxattr of security.capability before a write of a
+// generated file (a session's ctl) is answered by the client that
+// walked to it: a gsvfs server says a generated file has no extended
+// attributes, through a server whose tree is itself a 9P client (a
+// gateway's /mnt/ID) too.
+func TestGeneratedFileHasNoXattrsWithoutAsking(t *testing.T) {
+	f := vfs.NewFuncFile(0o666, func(context.Context, int) (vfs.Handle, error) {
+		return vfs.FuncHandle{}, nil
+	})
+	_, farAddr := serve(t, vfs.NewStaticDir(map[string]vfs.Node{"f": f}))
+	far, middle := dial(t, farAddr, "")
+	noticesAsked(t, far)
+	_, addr := serve(t, middle)
+	near, root := dial(t, addr, "")
+	noticesOn(t, near) // which drops what is held when they start
+	farBefore := far.SentByType()
+	got := sentOf(near, func() {
+		kid := lookup(t, root, "f")
+		if _, err := kid.(vfs.Xattrer).GetXattr(context.Background(), "security.capability"); vfs.Errno(err) != syscall.ENODATA {
+			t.Errorf("getxattr of a generated file: %v, want ENODATA", err)
+		}
+	})
+	want := map[string]int64{"walkgetattr": 1}
+	if !maps.Equal(got, want) {
+		t.Errorf("a lookup and a getxattr of a generated file sent %v, want %v", got, want)
+	}
+	if farGot := sentSince(far, farBefore); !maps.Equal(farGot, want) {
+		t.Errorf("the middle server sent the far one %v, want %v", farGot, want)
 	}
 }

@@ -75,15 +75,22 @@ func (h *hostNumbers) entryAttr(ctx context.Context, dir vfs.Node, e vfs.DirEntr
 }
 
 // fileAttrToWire is extAttrToWire for the file n, with AttrGsvfsNoXattrs
-// set if it lists no extended attributes. A generated file's list is
-// not asked for: a client holds nothing of it. A generated directory's
-// is, as its volatility does not reach the wire (attrQID) and a client
-// holds its attributes: the bit spares the client's own servers a
-// listxattr round trip for it on every walk (a device's /proc/NAME,
-// through a gateway).
+// set if it lists no extended attributes. A generated file (not a
+// directory) has none: the trees that make them (procfs, sysfs, a
+// FuncFile) keep none, and the wrappers over them (mounts, relink, a 9P
+// client of another gsvfs) pass on their trees' none; so its list is not
+// asked for (through a gateway, a device's file would cost a round trip)
+// and the bit is set, which spares a client the kernel's getxattr of
+// security.capability at every write of a session's ctl or stdin. A
+// generated directory's list is asked for, as its volatility does not
+// reach the wire (attrQID) and a client holds its attributes: the bit
+// spares the client's own servers a listxattr round trip for it on
+// every walk (a device's /proc/NAME, through a gateway).
 func (h *hostNumbers) fileAttrToWire(ctx context.Context, n vfs.Node, a vfs.Attr) *Rgetattr {
 	r := h.extAttrToWire(a)
-	if x, ok := n.(vfs.Xattrer); ok && (!a.Volatile || a.IsDir()) {
+	if a.Volatile && !a.IsDir() {
+		r.Valid |= AttrGsvfsNoXattrs
+	} else if x, ok := n.(vfs.Xattrer); ok {
 		if names, err := x.ListXattr(ctx); err == nil && len(names) == 0 {
 			r.Valid |= AttrGsvfsNoXattrs
 		}
