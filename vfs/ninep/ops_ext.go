@@ -270,6 +270,7 @@ func (c *conn) mkdirget(ctx context.Context, m *Tmkdirget) (Message, error) {
 		if err != nil {
 			return nil, err
 		}
+		mayBlock(ctx, kid) // a quick directory's new one may not be
 		a, err := kid.Attr(ctx)
 		if err != nil {
 			return nil, err // as Tmkdir's QID fails
