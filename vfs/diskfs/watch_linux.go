@@ -506,12 +506,31 @@ func (tw *treeWatch) unwatch(n *node, p string) {
 	tw.w.Remove(p)
 }
 
+// withDirs adds to a batch each directory whose entries changed, so its
+// attributes as they are now (its times moved) go with them: a client
+// that holds the directory's attributes as its own change left them
+// (the echo of its own create) keeps them, one that does not drops them.
+func withDirs(pending map[changeKey]bool) {
+	var dirs []*node
+	for k := range pending {
+		if k.name != "" {
+			dirs = append(dirs, k.dir)
+		}
+	}
+	for _, d := range dirs {
+		if _, ok := pending[changeKey{d, ""}]; !ok {
+			pending[changeKey{d, ""}] = false
+		}
+	}
+}
+
 // changes turns a batch into what the entries lead to now.
 func (tw *treeWatch) changes(pending map[changeKey]bool, lost bool) []vfs.Change {
 	cs := make([]vfs.Change, 0, len(pending)+1)
 	if lost {
 		cs = append(cs, vfs.Change{Lost: true})
 	}
+	withDirs(pending)
 	for k, data := range pending {
 		var st unix.Statx_t
 		if k.name == "" {

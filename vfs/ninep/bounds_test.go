@@ -107,6 +107,8 @@ func (r *rogue) answer(m Message, scratch *[]byte) Message {
 		return &Rflush{}
 	case *Tclunk:
 		return &Rclunk{}
+	case *Tmkdir:
+		return &Rmkdir{rqid{QID{Type: QTDir, Path: 2}}}
 	case *Twatch:
 		if r.watch != nil {
 			return r.watch(m)

@@ -581,12 +581,16 @@ func (c *cache) applyNow(cs []vfs.Change) {
 		c.noticed.mark(ch.Attr.Ino, c.gen)
 	}
 	c.mu.Unlock()
+	stated := map[uint64]bool{} // the batch's files with their attributes
+	for _, ch := range cs {
+		stated[ch.Attr.Ino] = true
+	}
 	for _, ch := range cs {
 		switch {
 		case ch.Lost:
 			c.dropAll()
 		case ch.Dir != 0:
-			c.noticeEntry(ch.Dir, ch.Name, ch.Attr)
+			c.noticeEntry(ch.Dir, ch.Name, ch.Attr, stated[ch.Dir])
 		}
 		if a := ch.Attr; a.Ino != 0 {
 			same := c.holdsAsIs(a)
@@ -621,8 +625,12 @@ func (c *cache) holdNoticed(a vfs.Attr) {
 }
 
 // noticeEntry is dropEntry for a change the server noticed: the entry
-// name in dir now leads to now (Ino 0: nothing).
-func (c *cache) noticeEntry(dir uint64, name string, now vfs.Attr) {
+// name in dir now leads to now (Ino 0: nothing). dirStated: the batch
+// brings dir's attributes as they are now too (a gsvfs disk tree's
+// does), which are then judged as any file's, and only its listing
+// goes; else the change moved the directory's times, and what is held
+// of it goes.
+func (c *cache) noticeEntry(dir uint64, name string, now vfs.Attr, dirStated bool) {
 	for _, ino := range c.entryFiles(dir, name) {
 		if ino != now.Ino || !c.holdsAsIs(now) {
 			c.dropFile(ino)
@@ -631,7 +639,11 @@ func (c *cache) noticeEntry(dir uint64, name string, now vfs.Attr) {
 	if has, held := c.nameHeld(dir, name); held && has != (now.Ino != 0) {
 		c.drop(cacheKey{cNames, dir, ""})
 	}
-	c.dropFile(dir)
+	if dirStated {
+		c.drop(cacheKey{cList, dir, ""}) // its entries changed, whatever its times say
+	} else {
+		c.dropFile(dir)
+	}
 	c.drop(cacheKey{cMiss, dir, name})
 }
 

@@ -282,3 +282,29 @@ func TestCacheNoticesWaitForOwnChange(t *testing.T) {
 		t.Error("a Lost waited for a change in flight")
 	}
 }
+
+// TestCacheEntryWithDirStated: a change of a name whose batch brings the
+// directory's attributes too leaves the directory's attributes held if
+// they are as held (the echo of this client's own create), its listing
+// dropped; without them, the directory's attributes go.
+func TestCacheEntryWithDirStated(t *testing.T) {
+	const dir = 10
+	dirAttr := vfs.Attr{Ino: dir, Mode: syscall.S_IFDIR | 0o755, Nlink: 2, Mtime: time.Unix(7, 0), Ctime: time.Unix(7, 0)}
+	for _, stated := range []bool{true, false} {
+		c, _ := testCache(100)
+		gen := c.since()
+		c.put(attrKey(dir), dirAttr, 1, true, gen)
+		c.put(cacheKey{cList, dir, ""}, []vfs.DirEntry{{Name: "f", Ino: 11}}, 1, true, gen)
+		cs := []vfs.Change{{Dir: dir, Name: "new", Attr: fileAttr(12, 0, 7)}}
+		if stated { // ahead of the name's change: a batch is in no order
+			cs = append([]vfs.Change{{Attr: dirAttr}}, cs...)
+		}
+		c.apply(cs)
+		if _, ok := c.get(attrKey(dir)); ok != stated {
+			t.Errorf("dir stated %v: its attributes held %v, want %v", stated, ok, stated)
+		}
+		if _, ok := c.get(cacheKey{cList, dir, ""}); ok {
+			t.Errorf("dir stated %v: its listing is held after a name in it changed", stated)
+		}
+	}
+}

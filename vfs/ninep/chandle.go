@@ -55,7 +55,7 @@ func (c *Client) newHandle(fid uint32, q QID, flags int) vfs.Handle {
 	if q.Type&QTDir != 0 {
 		return &dirHandle{handle: h}
 	}
-	if q.Type == QTFile && q.Version != 0 { // stored content, not generated
+	if !q.generated() && q.Type == QTFile { // stored content
 		h.ra = &readAhead{content: c.cache.openContent(q.Path)}
 	}
 	if c.writesBehind(q, flags) {

@@ -91,10 +91,13 @@ type Client struct {
 	// noWalkReaddir: the server refused Twalkreaddir (an older gsvfs),
 	// so directories open and list in two requests.
 	noWalkReaddir atomic.Bool
-	exact         bool   // ClientOptions.Exact
-	ids           *IDMap // ClientOptions.IDs
-	notices       notices
-	cache         *cache
+	// noMkdirGet: the server refused Tmkdirget, so a mkdir is a Tmkdir
+	// and a walk from then on.
+	noMkdirGet atomic.Bool
+	exact      bool   // ClientOptions.Exact
+	ids        *IDMap // ClientOptions.IDs
+	notices    notices
+	cache      *cache
 
 	limits ClientLimits
 	behind *behind             // writes in flight (cwrite.go); nil: none are

@@ -2,6 +2,7 @@ package ninep
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"slices"
 	"syscall"
@@ -13,7 +14,8 @@ import (
 // x`, a build's output) costs a round trip each where it can. With the
 // extensions a create is one Tcreateget, which brings the new file's
 // attributes, its directory's, and a fid of the new file's own, and
-// leaves the directory's fid as it was. A directory's names are held
+// leaves the directory's fid as it was; a mkdir is one Tmkdirget, which
+// brings the same for a directory. A directory's names are held
 // (from a whole listing; empty for a directory this client made) and
 // kept true across this client's own makes and removals, so the lookup
 // a kernel makes before each create misses without a round trip; the
@@ -161,20 +163,52 @@ func (n *node) ownMade(ctx context.Context, name string, fid uint32, r *Rgetattr
 	return n.c.heldReply(r), nil
 }
 
-// mkdirGet is the walk after a Tmkdir, with the extensions: one
-// Twalkgetattr, whose attributes are held briefly (as an answer to a
-// change of this client's), and the new directory known empty if the
-// server watches it (a stored one): its names held from gen, the
-// generation the mkdir was answered in, as long as notices allow.
-func (n *node) mkdirGet(ctx context.Context, name string, gen uint64) (vfs.Node, error) {
+// mkdirGet is Mkdir in one Tmkdirget, which brings the new directory's
+// fid and attributes, and its parent's. A server that refuses it (an
+// older gsvfs: EOPNOTSUPP) is not asked again on this connection, and
+// the caller then sends Tmkdir and a walk.
+func (n *node) mkdirGet(ctx context.Context, m Tmkdir) (vfs.Node, error) {
+	defer runtime.KeepAlive(n) // see newNode
+	fid := n.c.newFid()
+	r, err := do[*Rmkdirget](ctx, n.c, &Tmkdirget{NewFid: fid, Tmkdir: m})
+	if err != nil {
+		n.c.releaseFid(fid)
+		if errors.Is(err, syscall.EOPNOTSUPP) {
+			n.c.noMkdirGet.Store(true)
+			return nil, err
+		}
+		n.madeName(m.Name, err)
+		return nil, asErr("mkdir", err)
+	}
+	n.madeName(m.Name, nil)
+	gen := n.c.cache.since() // as of the mkdir's answer, after what it dropped
+	if r.DirAttr.Valid != 0 && r.DirAttr.QID.Path == n.qid.Path {
+		n.c.heldReply(&r.DirAttr)
+	}
+	return n.madeDir(ctx, m.Name, fid, r.QID, &r.Attr, gen)
+}
+
+// walkMadeDir is the walk after a Tmkdir, with the extensions: one
+// Twalkgetattr; the directory made is then as mkdirGet leaves it
+// (madeDir). gen is the generation the mkdir was answered in.
+func (n *node) walkMadeDir(ctx context.Context, name string, gen uint64) (vfs.Node, error) {
 	fid, r, err := n.walkAttrFid(ctx, name)
 	if err != nil {
 		return nil, asErr("lookup", err)
 	}
-	q := r.QIDs[0]
-	n.c.cache.putNames(q.Path, map[string]struct{}{}, n.c.wireAttr(&r.Attr).Watched, gen)
+	return n.madeDir(ctx, name, fid, r.QIDs[0], &r.Attr, gen)
+}
+
+// madeDir is the node of the directory name this client just made,
+// reached through fid (q, the server's attributes r): those held
+// briefly (as an answer to a change of this client's), and the new
+// directory known empty if the server watches it (a stored one): its
+// names held from gen, the generation the mkdir was answered in, as long
+// as notices allow.
+func (n *node) madeDir(ctx context.Context, name string, fid uint32, q QID, r *Rgetattr, gen uint64) (vfs.Node, error) {
+	n.c.cache.putNames(q.Path, map[string]struct{}{}, n.c.wireAttr(r).Watched, gen)
 	kid := n.c.newNode(fid, q, n.uid)
-	a, err := n.ownMade(ctx, name, fid, &r.Attr, q)
+	a, err := n.ownMade(ctx, name, fid, r, q)
 	if err != nil {
 		return nil, err
 	}

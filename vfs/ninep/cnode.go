@@ -120,13 +120,14 @@ func (c *Client) statHeld(ctx context.Context, fid uint32, gen uint64) (vfs.Attr
 func (c *Client) heldStat(r *Rgetattr, gen uint64) vfs.Attr { return c.heldStatVia(r, gen, 0) }
 
 // heldStatVia is heldStat of a file found by name in directory dir
-// (cache.putVia).
+// (cache.putVia). That a file has no extended attributes is held for a
+// generated file too, whose attributes are not: the server says so of
+// every generated file (fileAttrToWire), and the kernel asks for
+// security.capability at every write (a session's ctl).
 func (c *Client) heldStatVia(r *Rgetattr, gen, dir uint64) vfs.Attr {
 	a := c.wireAttr(r)
 	c.putAttrVia(a, gen, dir)
-	if !a.Volatile {
-		c.cache.putNoXattrs(r, gen)
-	}
+	c.cache.putNoXattrs(r, gen)
 	return a
 }
 
@@ -137,8 +138,8 @@ func (c *Client) heldReply(r *Rgetattr) vfs.Attr {
 	a := c.wireAttr(r)
 	if !a.Volatile {
 		c.cache.putBrief(cacheKey{cAttr, a.Ino, ""}, a, 1)
-		c.cache.putBriefNoXattrs(r)
 	}
+	c.cache.putBriefNoXattrs(r)
 	return a
 }
 
@@ -170,12 +171,21 @@ func (c *Client) getattr(ctx context.Context, fid uint32) (vfs.Attr, error) {
 
 // wireAttr is what the server said of a file, watched only while its
 // notices flow on this connection (a server's mark alone does not keep
-// the cache true).
+// the cache true), generated only if a gsvfs server says so: to a plain
+// one (diod) QID version 0 means nothing, and what this client's own
+// server says of a generated file (fileAttrToWire: no extended
+// attributes) must not be said of one of its.
 func (c *Client) wireAttr(r *Rgetattr) vfs.Attr {
 	a := c.ids.attr(c.host.attrFromWire(r))
 	a.Watched = a.Watched && c.notices.on.Load()
+	a.Volatile = a.Volatile && c.extended
 	return a
 }
+
+// generated reports whether q is a generated file's, as gsvfs's server
+// marks them: a plain file of QID version 0 (attrQID). Its content is
+// never cached, its attributes never held.
+func (q QID) generated() bool { return q.Type == QTFile && q.Version == 0 }
 
 // attrFromWire converts Rgetattr. A regular file with QID version 0 is
 // taken as volatile: gsvfs's server marks generated files that way.
@@ -380,7 +390,7 @@ func (n *node) open(ctx context.Context, flags int) (vfs.Handle, error) {
 	h := n.c.newHandle(fid, r.QID, flags)
 	if d, ok := h.(*dirHandle); ok {
 		d.dir = n // its listings may prefill n's lookups
-	} else if n.c.exact {
+	} else if n.c.exact && !(n.c.extended && r.QID.generated()) {
 		if err := n.c.vouch(ctx, fid); err != nil {
 			h.Close()
 			return nil, err
@@ -393,7 +403,11 @@ func (n *node) open(ctx context.Context, flags int) (vfs.Handle, error) {
 // the server's answer now (ClientOptions.Exact: a notice of a change
 // made before the open may not have come yet). Held otherwise, the file
 // changed: what was held is dropped, its content's count moved, and the
-// answer held briefly, as one to this client's own change is.
+// answer held briefly, as one to this client's own change is. A
+// generated file is not vouched for: nothing of it is held (putAttrVia,
+// heldReply) and its handles read no window ahead (newHandle), so the
+// answer would change nothing, and it cost a round trip at every open
+// of a session's ctl or wait through a gateway.
 func (c *Client) vouch(ctx context.Context, fid uint32) error {
 	r, err := do[*Rgetattr](ctx, c, &Tgetattr{Fid: fid, Mask: AttrBasic})
 	if err != nil {
@@ -527,13 +541,19 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32) (vfs.Node, e
 		return nil, asErr("mkdir", err)
 	}
 	defer n.c.cache.owning(n.qid.Path)()
-	_, err := do[*Rmkdir](ctx, n.c, &Tmkdir{Dfid: n.fid, Name: name, Mode: n.c.host.modeToWire(mode), Gid: n.c.ids.newGid(ctx)})
+	m := Tmkdir{Dfid: n.fid, Name: name, Mode: n.c.host.modeToWire(mode), Gid: n.c.ids.newGid(ctx)}
+	if n.c.extended && !n.c.noMkdirGet.Load() {
+		if kid, err := n.mkdirGet(ctx, m); !errors.Is(err, syscall.EOPNOTSUPP) {
+			return kid, err
+		}
+	}
+	_, err := do[*Rmkdir](ctx, n.c, &m)
 	n.madeName(name, err)
 	if err != nil {
 		return nil, asErr("mkdir", err)
 	}
 	if n.c.extended {
-		return n.mkdirGet(ctx, name, n.c.cache.since())
+		return n.walkMadeDir(ctx, name, n.c.cache.since())
 	}
 	return n.made(ctx, name)
 }

@@ -116,6 +116,8 @@ func codecSamples() []struct {
 		{34, &Rsetattrget{*attr}},
 		{35, &Tcreateget{NewFid: 2, NodeFid: 3, Tlcreate: Tlcreate{Fid: 1, Name: "new.txt", Flags: syscall.O_RDWR | syscall.O_EXCL, Mode: 0o644, Gid: 100}}},
 		{35, &Rcreateget{Rlopen{QID: q, Iounit: 8168}, *attr, *attr}},
+		{38, &Tmkdirget{NewFid: 2, Tmkdir: Tmkdir{Dfid: 1, Name: "d", Mode: 0o755, Gid: 100}}},
+		{38, &Rmkdirget{dq, *attr, *attr}},
 	}
 }
 

@@ -234,6 +234,7 @@ func TestExtensionsRefusedOnPlainConnection(t *testing.T) {
 		&Twalkgetattr{Twalk{Fid: 1, NewFid: 2, Names: []string{"f0000"}}},
 		&Treaddirplus{Treaddir{Fid: 1, Count: 4000}},
 		&Tclunkmany{Fids: []uint32{1}},
+		&Tmkdirget{NewFid: 2, Tmkdir: Tmkdir{Dfid: 1, Name: "d", Mode: 0o755}},
 	} {
 		got := rc.rpc(t, 2, m)
 		if e, ok := got.(*Rlerror); !ok || syscall.Errno(e.Ecode) != syscall.EOPNOTSUPP {
@@ -262,7 +263,9 @@ func fuzzExtSession() []Message {
 		&Twalkopen{NodeFid: 5, Twalk: Twalk{Fid: 8, NewFid: 4, Names: []string{"f"}}, Flags: 0},
 		&Twalkopen{NodeFid: 4, Twalk: Twalk{Fid: 8, NewFid: 4}}, // a fid given twice: refused
 		&Tcreateget{NewFid: 6, NodeFid: 7, Tlcreate: Tlcreate{Fid: 8, Name: "g", Flags: wO_RDWR, Mode: 0o644}},
-		&Tclunkmany{Fids: []uint32{file, dir, 4, 5, 6, 7, 8, 99}},
+		&Tmkdirget{NewFid: 9, Tmkdir: Tmkdir{Dfid: 8, Name: "h", Mode: 0o755}},
+		&Tmkdirget{NewFid: 9, Tmkdir: Tmkdir{Dfid: 8, Name: "i", Mode: 0o755}}, // a fid in use: refused
+		&Tclunkmany{Fids: []uint32{file, dir, 4, 5, 6, 7, 8, 9, 99}},
 	}
 }
 

@@ -29,6 +29,8 @@ func (c *conn) dispatchExt(ctx context.Context, m Message) (Message, error) {
 		return c.createget(ctx, m)
 	case *Twalkreaddir:
 		return c.walkreaddir(ctx, m)
+	case *Tmkdirget:
+		return c.mkdirget(ctx, m)
 	}
 	return c.dispatchBase(ctx, m)
 }
@@ -73,15 +75,22 @@ func (h *hostNumbers) entryAttr(ctx context.Context, dir vfs.Node, e vfs.DirEntr
 }
 
 // fileAttrToWire is extAttrToWire for the file n, with AttrGsvfsNoXattrs
-// set if it lists no extended attributes. A generated file's list is
-// not asked for: a client holds nothing of it. A generated directory's
-// is, as its volatility does not reach the wire (attrQID) and a client
-// holds its attributes: the bit spares the client's own servers a
-// listxattr round trip for it on every walk (a device's /proc/NAME,
-// through a gateway).
+// set if it lists no extended attributes. A generated file (not a
+// directory) has none: the trees that make them (procfs, sysfs, a
+// FuncFile) keep none, and the wrappers over them (mounts, relink, a 9P
+// client of another gsvfs) pass on their trees' none; so its list is not
+// asked for (through a gateway, a device's file would cost a round trip)
+// and the bit is set, which spares a client the kernel's getxattr of
+// security.capability at every write of a session's ctl or stdin. A
+// generated directory's list is asked for, as its volatility does not
+// reach the wire (attrQID) and a client holds its attributes: the bit
+// spares the client's own servers a listxattr round trip for it on
+// every walk (a device's /proc/NAME, through a gateway).
 func (h *hostNumbers) fileAttrToWire(ctx context.Context, n vfs.Node, a vfs.Attr) *Rgetattr {
 	r := h.extAttrToWire(a)
-	if x, ok := n.(vfs.Xattrer); ok && (!a.Volatile || a.IsDir()) {
+	if a.Volatile && !a.IsDir() {
+		r.Valid |= AttrGsvfsNoXattrs
+	} else if x, ok := n.(vfs.Xattrer); ok {
 		if names, err := x.ListXattr(ctx); err == nil && len(names) == 0 {
 			r.Valid |= AttrGsvfsNoXattrs
 		}
@@ -241,4 +250,41 @@ func (c *conn) clunkmany(ctx context.Context, m *Tclunkmany) (Message, error) {
 		c.clunk(ctx, &Tclunk{fidMsg{n}})
 	}
 	return &Rclunkmany{}, nil
+}
+
+// mkdirget is mkdir that makes newfid on the new directory, as a walk to
+// it would, and answers with its attributes and its parent's (whose
+// times and link count the mkdir changed, and which a kernel asks for
+// next). A newfid that cannot be made fails the request before anything
+// is made.
+func (c *conn) mkdirget(ctx context.Context, m *Tmkdirget) (Message, error) {
+	if m.NewFid == m.Dfid || c.hasFid(m.NewFid) {
+		return nil, vfs.Error("mkdir", m.Name, syscall.EBADF)
+	}
+	return withFid(ctx, c, m.Dfid, func(f *fid) (Message, error) {
+		if err := vfs.CheckName("mkdir", m.Name); err != nil {
+			return nil, err
+		}
+		dir := f.at.Load()
+		kid, err := dir.node.Mkdir(callerCtx(ctx, f, m.Gid), m.Name, c.host().modeFromWire(m.Mode&wS_PERM))
+		if err != nil {
+			return nil, err
+		}
+		mayBlock(ctx, kid) // a quick directory's new one may not be
+		a, err := kid.Attr(ctx)
+		if err != nil {
+			return nil, err // as Tmkdir's QID fails
+		}
+		if a.IsDir() && a.Watched {
+			c.watch.hold(kid, a.Ino) // as a walk to it would
+		}
+		if err := c.addFid(m.NewFid, newFid(&place{node: kid, parent: dir, name: m.Name}, f.uid)); err != nil {
+			return nil, err // taken meanwhile by a request of the client's own
+		}
+		r := &Rmkdirget{QID: attrQID(a), Attr: *c.host().fileAttrToWire(ctx, kid, a)}
+		if d, err := f.attrOf(ctx); err == nil {
+			r.DirAttr = *c.host().fileAttrToWire(ctx, dir.node, d)
+		}
+		return r, nil
+	})
 }

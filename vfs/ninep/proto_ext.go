@@ -262,3 +262,60 @@ func eachDirent(b []byte, plus bool, fn func(*DirentPlus)) error {
 	}
 	return d.done()
 }
+
+// Tmkdirget, an extension of its own (218/219):
+//
+//	Tmkdirget  newfid[4] (then as Tmkdir)
+//	Rmkdirget  qid[13] attr dirattr             (Rmkdir, then two Rgetattr bodies)
+//
+// Tmkdirget is Tmkdir that also makes newfid on the new directory, as a
+// walk to it would, and answers with its attributes and then its
+// parent's (valid 0 where the server could not stat one): a mkdir in one
+// round trip where Tmkdir and the walk after it took two (a device's
+// /proc/NAME, made through a gateway). A newfid in use fails the
+// request before anything is made. A server that does not know it refuses it as any
+// unknown type (EOPNOTSUPP), and the client then sends Tmkdir and a walk.
+const (
+	msgTmkdirget = 218
+	msgRmkdirget = 219
+)
+
+func init() {
+	messageTypes[msgTmkdirget] = func() Message { return new(Tmkdirget) }
+	messageTypes[msgRmkdirget] = func() Message { return new(Rmkdirget) }
+}
+
+// Tmkdirget is Tmkdir making NewFid on the new directory too.
+type Tmkdirget struct {
+	NewFid uint32
+	Tmkdir
+}
+
+func (*Tmkdirget) msgType() uint8 { return msgTmkdirget }
+func (m *Tmkdirget) encode(e *encoder) {
+	e.u32(m.NewFid)
+	m.Tmkdir.encode(e)
+}
+func (m *Tmkdirget) decode(d *decoder) {
+	m.NewFid = d.u32()
+	m.Tmkdir.decode(d)
+}
+
+// Rmkdirget is the new directory's QID, its attributes and its
+// parent's after the mkdir.
+type Rmkdirget struct {
+	QID           QID
+	Attr, DirAttr Rgetattr
+}
+
+func (*Rmkdirget) msgType() uint8 { return msgRmkdirget }
+func (m *Rmkdirget) encode(e *encoder) {
+	e.qid(m.QID)
+	m.Attr.encode(e)
+	m.DirAttr.encode(e)
+}
+func (m *Rmkdirget) decode(d *decoder) {
+	m.QID = d.qid()
+	m.Attr.decode(d)
+	m.DirAttr.decode(d)
+}

@@ -45,7 +45,8 @@ const AttrGsvfsWatched = 1 << 62
 
 // AttrGsvfsNoXattrs is an Rgetattr valid bit that a gsvfs server sets, in
 // the attributes of Rreaddirplus and Rwalkgetattr, for a file whose
-// extended attributes it listed and found none: every getxattr of it
+// extended attributes it listed and found none, or for a generated file
+// that is not a directory (gsvfs's generated files have none): every getxattr of it
 // would miss (ENODATA), which a client may answer itself, as long as it
 // keeps the attributes. `ls -l` asks two or three names of every file
 // (security.selinux, the ACLs) that nearly no file has.
