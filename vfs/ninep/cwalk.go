@@ -39,8 +39,11 @@ type ext struct {
 	gen  uint64 // the listed file's generation, 0 if unknown
 	// pins counts nodes made from this directory's listings and not yet
 	// walked; its fid, which they walk from, outlives a Forget until then.
+	// So does from, if the directory was never walked itself (listed
+	// from the cache): they walk it first.
 	pins      int
 	forgotten bool
+	letGo     bool // forgotten and unpinned: its fid, or its pin, went
 	listed    *listedBatch
 }
 
@@ -107,10 +110,15 @@ func (n *node) staleFrom(dir *node, err error) error {
 }
 
 // walkedAs makes fid, walked from dir by name, n's own. n.mu is held.
+// A node forgotten already is walked only for the nodes made from its
+// listing (pins): the last of them to let go clunks the fid (unpin), so
+// the collector must not too.
 func (n *node) walkedAs(fid uint32, dir *node) {
 	n.fid, n.from = fid, nil
 	n.cleanup.Stop()
-	n.cleanup = runtime.AddCleanup(n, n.c.clunkLater, fid)
+	if !n.forgotten {
+		n.cleanup = runtime.AddCleanup(n, n.c.clunkLater, fid)
+	}
 	dir.unpin()
 }
 
@@ -123,20 +131,16 @@ func readyBoth(ctx context.Context, a, b *node) error {
 }
 
 // release is Forget: the fid goes, once no node made from a listing of
-// this directory still has to walk from it.
+// this directory still has to walk from it. A directory never walked
+// (listed from the cache) has no fid, and nodes made from its listing
+// walk it first: until the last of them lets go, it keeps what it is
+// walked from.
 func (n *node) release() {
 	n.mu.Lock()
 	n.cleanup.Stop()
-	dir := n.from
-	n.from, n.forgotten = nil, true
-	clunk := dir == nil && n.pins == 0
+	n.forgotten = true
 	n.mu.Unlock()
-	switch {
-	case dir != nil: // never walked: there is no fid
-		dir.unpin()
-	case clunk:
-		n.c.clunkLater(n.fid)
-	}
+	n.letGoUnpinned()
 }
 
 // unpin is called when a node made from n's listing no longer needs n's
@@ -144,11 +148,27 @@ func (n *node) release() {
 func (n *node) unpin() {
 	n.mu.Lock()
 	n.pins--
-	clunk := n.pins == 0 && n.forgotten
 	n.mu.Unlock()
-	if clunk {
-		n.c.clunkLater(n.fid)
+	n.letGoUnpinned()
+}
+
+// letGoUnpinned lets go of what a node forgotten and pinned by no other
+// holds, once: its fid, or, never walked, its own pin on the directory
+// it would have been walked from.
+func (n *node) letGoUnpinned() {
+	n.mu.Lock()
+	if !n.forgotten || n.pins > 0 || n.letGo {
+		n.mu.Unlock()
+		return
 	}
+	fid, dir := n.fid, n.from
+	n.from, n.letGo = nil, true
+	n.mu.Unlock()
+	if dir != nil { // never walked: there is no fid
+		dir.unpin()
+		return
+	}
+	n.c.clunkLater(fid)
 }
 
 // LookupAttr is Lookup with the child's attributes (vfs.AttrLookuper):
