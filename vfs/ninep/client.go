@@ -697,7 +697,14 @@ func (a *fidAllocator) get() uint32 {
 	return a.next
 }
 
-func (a *fidAllocator) put(f uint32) { a.free = append(a.free, f) }
+// put frees f for reuse. Fid 0 is never handed out (get starts at 1):
+// one put back is a bookkeeping slip of the caller's, and reusing it
+// would give one fid to two files.
+func (a *fidAllocator) put(f uint32) {
+	if f != 0 {
+		a.free = append(a.free, f)
+	}
+}
 
 func (c *Client) newFid() uint32 {
 	c.mu.Lock()
