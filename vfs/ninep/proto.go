@@ -99,6 +99,10 @@ const (
 	// batches on its tag (watchmsg.go).
 	msgTnotify = 216
 	msgRnotify = 217
+	// Mkdir that makes a fid on the new directory and states it and its
+	// parent (proto_ext.go).
+	msgTmkdirget = 218
+	msgRmkdirget = 219
 )
 
 // Protocol constants.

@@ -263,7 +263,7 @@ func eachDirent(b []byte, plus bool, fn func(*DirentPlus)) error {
 	return d.done()
 }
 
-// Tmkdirget, an extension of its own (218/219):
+// Tmkdirget, an extension of its own:
 //
 //	Tmkdirget  newfid[4] (then as Tmkdir)
 //	Rmkdirget  qid[13] attr dirattr             (Rmkdir, then two Rgetattr bodies)
@@ -275,11 +275,6 @@ func eachDirent(b []byte, plus bool, fn func(*DirentPlus)) error {
 // /proc/NAME, made through a gateway). A newfid in use fails the
 // request before anything is made. A server that does not know it refuses it as any
 // unknown type (EOPNOTSUPP), and the client then sends Tmkdir and a walk.
-const (
-	msgTmkdirget = 218
-	msgRmkdirget = 219
-)
-
 func init() {
 	messageTypes[msgTmkdirget] = func() Message { return new(Tmkdirget) }
 	messageTypes[msgRmkdirget] = func() Message { return new(Rmkdirget) }
