@@ -84,7 +84,7 @@ func codecSamples() []struct {
 			{Dir: 2, Name: "notes.txt", Data: true, Attr: vfs.Attr{Ino: 7, Gen: 9, Mode: syscall.S_IFREG | 0o644,
 				Nlink: 1, Size: 5, Blocks: 8, Blksize: 4096, Atime: time.Unix(1, 2), Mtime: time.Unix(3, 4),
 				Ctime: time.Unix(5, 6), Watched: true}}})},
-		{41, &Tnotify{Twatch{Fid: 9, Count: 65536}}},
+		{41, &Tnotify{Twatch{Fid: 9, Count: 65536}, notifyAhead}},
 		{41, &Rnotify{*host.rwatch([]vfs.Change{{Dir: 2, Name: "gone"}})}},
 		{22, &Tauth{Afid: 1, Uname: "alice", Aname: "/home", NUname: 1000}},
 		{22, &Rauth{rqid{QID{Type: QTAuth, Path: 1}}}},

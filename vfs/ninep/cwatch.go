@@ -107,7 +107,11 @@ func (c *Client) streamNotices(fid uint32) bool {
 	n.first, n.ended = make(chan error, 1), make(chan struct{})
 	n.queue = make(chan []vfs.Change, noticeQueue)
 	n.streaming.Store(true)
-	if c.send(streamTag, &Tnotify{Twatch{Fid: fid, Count: c.watchCount()}}) != nil {
+	m := &Tnotify{Twatch: Twatch{Fid: fid, Count: c.watchCount()}}
+	if !c.exact { // an exact client asks the server what an open depends on
+		m.Flags = notifyAhead
+	}
+	if c.send(streamTag, m) != nil {
 		return true // the connection is gone
 	}
 	select {

@@ -108,7 +108,7 @@ func TestNoticeStreamOnTheWire(t *testing.T) {
 		t.Fatalf("version: %q", rv.Version)
 	}
 	rc.attach(t, 1)
-	if r, ok := rc.rpc(t, 7, &Tnotify{Twatch{Fid: 1, Count: 65536}}).(*Rnotify); !ok || len(r.Changes) != 0 {
+	if r, ok := rc.rpc(t, 7, &Tnotify{Twatch{Fid: 1, Count: 65536}, notifyAhead}).(*Rnotify); !ok || len(r.Changes) != 0 {
 		t.Fatalf("first Rnotify: got %#v, want an empty one at once", r)
 	}
 	root.change(vfs.Change{Dir: 1, Name: "made"})
@@ -125,8 +125,14 @@ func TestNoticeStreamOnTheWire(t *testing.T) {
 	if e, ok := tags[0].m.(*Rlerror); !ok || tags[0].tag != 7 || syscall.Errno(e.Ecode) != syscall.EINTR || tags[1].tag != 4 {
 		t.Fatalf("Tflush of the stream: got %v, want Rlerror EINTR on tag 7, then Rflush", tags)
 	}
-	if r, ok := rc.rpc(t, 7, &Tnotify{Twatch{Fid: 1, Count: 65536}}).(*Rnotify); !ok || len(r.Changes) != 0 {
+	if r, ok := rc.rpc(t, 7, &Tnotify{Twatch: Twatch{Fid: 1, Count: 65536}}).(*Rnotify); !ok || len(r.Changes) != 0 {
 		t.Fatalf("Tnotify after the flush: got %#v, want a new stream", r)
+	}
+	// Without notifyAhead the tree is not fenced: a held change waits.
+	before := root.fences.Load()
+	root.change(vfs.Change{Dir: 1, Name: "later"})
+	if r, ok := rc.rpc(t, 2, &Tgetattr{Fid: 1, Mask: AttrBasic}).(*Rgetattr); !ok || root.fences.Load() != before {
+		t.Errorf("a stream that did not ask for changes ahead: got %#v, %d fences; want the Rgetattr and none", r, root.fences.Load()-before)
 	}
 }
 

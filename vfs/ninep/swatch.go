@@ -39,11 +39,12 @@ type connWatch struct {
 }
 
 // noticeStream is a Tnotify's: while on, the backlog is written ahead of
-// every reply, as Rnotify frames on tag, each at most limit bytes.
+// every reply, as Rnotify frames on tag, each at most limit bytes; with
+// ahead, the tree is fenced before each reply first.
 type noticeStream struct {
-	on    bool
-	tag   uint16
-	limit int
+	on, ahead bool
+	tag       uint16
+	limit     int
 }
 
 // fenceWait bounds how long a reply waits for the tree's watch to hand
@@ -114,7 +115,7 @@ func (c *conn) twatch(ctx context.Context, m *Twatch) (Message, error) {
 	if !c.extended.Load() {
 		return nil, vfs.Error("watch", "", syscall.EOPNOTSUPP)
 	}
-	if c.watch.streamSource() != nil {
+	if c.watch.streaming() {
 		return nil, vfs.Error("watch", "", syscall.EBUSY) // a Tnotify streams the changes
 	}
 	first, err := c.subscribe(ctx, m.Fid)
@@ -176,7 +177,7 @@ func (c *conn) tnotify(ctx context.Context, m *Tnotify) (Message, error) {
 	defer c.watch.end()
 	tag, _ := ctx.Value(tagKey{}).(uint16)
 	c.wmu.Lock()
-	c.watch.streamOn(noticeStream{on: true, tag: tag, limit: limit})
+	c.watch.streamOn(noticeStream{on: true, ahead: m.Flags&notifyAhead != 0, tag: tag, limit: limit})
 	c.writeNoticeLocked(tag, nil)
 	c.wmu.Unlock()
 	defer func() {
@@ -241,10 +242,10 @@ func (c *conn) writeNoticeLocked(tag uint16, cs []vfs.Change) bool {
 
 // fence waits, before resp is written, until the tree has handed on the
 // changes made before it (vfs.Watcher's Fence), so that they go on the
-// stream ahead of it. Only a connection with a notice stream waits, and
-// not for replies that tell nothing of the tree.
+// stream ahead of it. Only a connection with a notice stream that asked
+// for this waits, and not for replies that tell nothing of the tree.
 func (c *conn) fence(resp Message) {
-	src := c.watch.streamSource()
+	src := c.watch.fenced()
 	if src == nil {
 		return
 	}
@@ -280,15 +281,22 @@ func (w *connWatch) streamOn(s noticeStream) {
 	w.mu.Unlock()
 }
 
-// streamSource is the tree to fence before a reply: nil without a
-// notice stream.
-func (w *connWatch) streamSource() vfs.Watcher {
+// fenced is the tree to fence before a reply: nil without a notice
+// stream that asked for it.
+func (w *connWatch) fenced() vfs.Watcher {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if !w.stream.on {
+	if !w.stream.on || !w.stream.ahead {
 		return nil
 	}
 	return w.src
+}
+
+// streaming says whether a Tnotify streams the changes.
+func (w *connWatch) streaming() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.stream.on
 }
 
 // takeStream removes the next batch for the notice stream: nil without

@@ -20,15 +20,18 @@ import "github.com/gsvfs/gsvfs/vfs"
 // first at once and empty, then one for each batch, for as long as the
 // connection lasts, until a Tflush of the tag (answered by Rlerror, then
 // Rflush) or a Tversion. The tag stays in use all that time. Each
-// Rnotify is at most count bytes. On a connection subscribed so, the
-// server writes every change its tree made before a reply was made
-// ahead of that reply (it fences its tree's watch first, vfs.Watcher),
-// so a client that applies each Rnotify as it reads it has heard of
-// every change that preceded anything a reply tells it. A server that
-// does not know Tnotify refuses it (EOPNOTSUPP), and the client polls
-// with Twatch, whose batches come when they come.
+// Rnotify is at most count bytes. With notifyAhead in flags, the server
+// writes every change its tree made before a reply was made ahead of
+// that reply (it fences its tree's watch first, vfs.Watcher), so a
+// client that applies each Rnotify as it reads it has heard of every
+// change that preceded anything a reply tells it; without it, batches
+// come as the tree hands them on (a client of a server on its own
+// machine, which asks what an open depends on anyway, spares the fence
+// its microseconds a reply). A server that does not know Tnotify refuses
+// it (EOPNOTSUPP), and the client polls with Twatch, whose batches come
+// when they come.
 //
-//	Tnotify: fid[4] count[4]           (as Twatch)
+//	Tnotify: fid[4] count[4] flags[4]
 //	Rnotify: (as Rwatch)
 
 // Rwatch change flags.
@@ -167,9 +170,23 @@ func changeSize(c vfs.Change) int {
 }
 
 // Tnotify subscribes to the tree's changes as a stream of Rnotify.
-type Tnotify struct{ Twatch }
+type Tnotify struct {
+	Twatch
+	Flags uint32 // notifyAhead
+}
+
+// notifyAhead asks for every change made before a reply ahead of it.
+const notifyAhead = 1
 
 func (*Tnotify) msgType() uint8 { return msgTnotify }
+func (m *Tnotify) encode(e *encoder) {
+	m.Twatch.encode(e)
+	e.u32(m.Flags)
+}
+func (m *Tnotify) decode(d *decoder) {
+	m.Twatch.decode(d)
+	m.Flags = d.u32()
+}
 
 // Rnotify is one batch of a Tnotify's stream.
 type Rnotify struct{ Rwatch }

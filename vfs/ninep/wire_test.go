@@ -32,7 +32,7 @@ var plainFields = map[string]string{
 	"lockDesc.Start": "offset", "lockDesc.Length": "size", "lockDesc.ProcID": "client's id",
 	"Tmkdir.Gid": "id", "Tversion.Msize": "size", "Tauth.NUname": "id", "Tflush.OldTag": "tag",
 	"Tread.Offset": "offset", "Tread.Count": "count", "Twrite.Offset": "offset",
-	"Rwrite.Count": "count", "Twatch.Count": "count", "Twalkreaddir.Count": "count", "wireChange.Flags": "protocol's",
+	"Rwrite.Count": "count", "Twatch.Count": "count", "Twalkreaddir.Count": "count", "wireChange.Flags": "protocol's", "Tnotify.Flags": "protocol's",
 	"wireChange.Dir": "server's", "Dirent.Offset": "offset",
 }
 
