@@ -429,7 +429,7 @@ stats_delta() {
 			n = split(s, l, "\n")
 			for (i = 1; i <= n; i++) {
 				k = split(l[i], f, " ")
-				if (f[3] == "online") m["TOTAL"] = f[k]
+				if (f[3] == "online") for (j = 4; j < k; j++) if (f[j] == "sent") m["TOTAL"] = f[j + 1]
 				else if (f[3] == "requests") for (j = 4; j < k; j += 2) m[f[j]] = f[j + 1]
 			}
 		}
