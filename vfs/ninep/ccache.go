@@ -596,31 +596,11 @@ func (c *cache) applyNow(cs []vfs.Change) {
 			same := c.holdsAsIs(a)
 			if !same {
 				c.dropFile(a.Ino)
-				c.holdNoticed(a)
 			}
 			if !same || ch.Data {
 				c.changedContent(a.Ino)
 			}
 		}
-	}
-}
-
-// holdNoticed holds the attributes a notice brought, as the server
-// stated the file when it noticed the change: true until the next
-// notice of it, which the server sends as surely as it sent this one
-// (the file is in a directory it watches, or the notice would not have
-// come). So the stat that follows a notice (the FUSE edge's, to learn
-// whether the kernel's pages are still the file's) costs no round trip.
-// Generated files, whose attributes no notice keeps true, are not held.
-func (c *cache) holdNoticed(a vfs.Attr) {
-	if a.Volatile || a.Nlink == 0 {
-		return
-	}
-	a.Watched = true
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.notified {
-		c.putLocked(cacheKey{cAttr, a.Ino, ""}, a, 1, true)
 	}
 }
 

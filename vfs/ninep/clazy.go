@@ -37,10 +37,10 @@ import (
 //     opens the file on the server once, as the open would have, and
 //     goes there from then on; a close of a handle never opened on the
 //     server sends nothing (TestCachedOpenReadsTheServer).
-//  3. A file changed before the open (its notice applied) opens with
-//     the attributes the notice brought, and its reads go to the server
-//     (the FUSE edge, finding them other than its pages', drops those)
-//     (TestCachedOpenAfterNotice).
+//  3. A file changed before the open (its notice applied) is opened on
+//     the server (TestCachedOpenAfterNotice). A notice only drops: its
+//     attributes were stated when its batch went, and may be older than
+//     an answer already held.
 
 // deferredOpen is an open whose fid is asked of the server only when
 // first needed, once.
