@@ -22,6 +22,19 @@ func slowBatches(t *testing.T) {
 	t.Cleanup(diskfs.SetBatchDelay(time.Hour))
 }
 
+// slowTree is a disk tree of a new directory whose watch gathers for an
+// hour (slowBatches).
+func slowTree(t *testing.T) (*diskfs.FS, string) {
+	t.Helper()
+	slowBatches(t)
+	dir := t.TempDir()
+	f, err := diskfs.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, dir
+}
+
 // heard records the names the watch of f reports changed.
 type heard struct {
 	mu    sync.Mutex
@@ -61,12 +74,7 @@ func fence(t *testing.T, f *diskfs.FS) {
 // subscribers when Fence returns, however long the watch would gather
 // it into a batch otherwise.
 func TestFenceHandsOnEarlierChanges(t *testing.T) {
-	slowBatches(t)
-	dir := t.TempDir()
-	f, err := diskfs.New(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, dir := slowTree(t)
 	h := listen(t, f)
 	for i := range 50 {
 		name := fmt.Sprint("f", i)
@@ -84,12 +92,7 @@ func TestFenceHandsOnEarlierChanges(t *testing.T) {
 // only once their own change has been handed on: a fence that comes
 // while a marker is on its way waits for the next.
 func TestFenceConcurrent(t *testing.T) {
-	slowBatches(t)
-	dir := t.TempDir()
-	f, err := diskfs.New(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, dir := slowTree(t)
 	h := listen(t, f)
 	const callers, rounds = 8, 40
 	errs := make(chan error, callers)
@@ -167,12 +170,7 @@ func TestFenceMarkerUnreported(t *testing.T) {
 // closed or while nobody watches returns nil at once, and one waiting
 // when the tree closes returns nil.
 func TestFenceEnds(t *testing.T) {
-	slowBatches(t)
-	dir := t.TempDir()
-	f, err := diskfs.New(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, dir := slowTree(t)
 	w := f.Root().(vfs.Watcher)
 	if err := w.Fence(context.Background()); err != nil {
 		t.Fatalf("fence while nobody watches: %v", err)
@@ -222,12 +220,7 @@ func TestFenceEnds(t *testing.T) {
 // the caches once, a batch saying changes were lost, and fences go on
 // without one, handing on what the watch holds.
 func TestFenceMarkerRemoved(t *testing.T) {
-	slowBatches(t)
-	dir := t.TempDir()
-	f, err := diskfs.New(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, _ := slowTree(t)
 	h := listen(t, f)
 	fence(t, f)
 	private := diskfs.FenceDir(f)
