@@ -408,7 +408,7 @@ func unmountOn(root int, dir string, mi mountLine, flags int) error {
 	case err == nil || err == unix.EINVAL || err == unix.ENOENT:
 		return nil
 	case err == unix.EBUSY:
-		return fmt.Errorf("%s is busy: files on it are open or a process has its working directory there", mi.point)
+		return busy(mi.point)
 	}
 	return &fs.PathError{Op: "unmount", Path: mi.point, Err: err}
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/gsvfs/gsvfs/vfs"
 	"github.com/gsvfs/gsvfs/vfs/vfstest"
 )
@@ -89,5 +91,52 @@ func needKernelBinds(t *testing.T) {
 	vfstest.NeedFUSE(t)
 	if os.Geteuid() != 0 {
 		t.Skip("SKIPPED LOUDLY: kernel binds need root (bind mounts); run the tests as root to cover them")
+	}
+}
+
+// Unmount takes the binds and the mount down while the daemon's own check
+// of its binds holds the mount for a moment (here, a descriptor of it),
+// and says busy, with errBusy, while a process keeps a file open there.
+func TestUnmountThroughAMomentsHold(t *testing.T) {
+	needKernelBinds(t)
+	dir := t.TempDir()
+	m, err := New(dir, vfs.NewStaticDir(map[string]vfs.Node{"x": vfs.NewStaticDir(nil)}), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { Detach(dir); Detach(dir) })
+	bind := func() {
+		t.Helper()
+		host := t.TempDir()
+		if err := m.SetKernelBinds([]KernelBind{{Path: "/x", Dir: host, Tree: hostTree{vfs.NewStaticDir(nil), host}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bind()
+	hold := func() *os.File {
+		f, err := os.OpenFile(dir, unix.O_PATH|unix.O_DIRECTORY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+
+	f := hold()
+	start := time.Now()
+	err = Unmount(dir)
+	f.Close()
+	if !errors.Is(err, errBusy) || time.Since(start) < busyGrace {
+		t.Errorf("Unmount with a descriptor held throughout: %v after %v, want busy after %v", err, time.Since(start), busyGrace)
+	}
+
+	bind()
+	f = hold()
+	const moment = 300 * time.Millisecond // the daemon's check takes far less
+	time.AfterFunc(moment, func() { f.Close() })
+	if err := Unmount(dir); err != nil {
+		t.Errorf("Unmount with a descriptor held for its first %v: %v", moment, err)
+	}
+	if _, ok := mountedAt(dir); ok {
+		t.Errorf("%s is still mounted after Unmount", dir)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // fsType is what /proc/self/mountinfo calls a gsvfs mount.
@@ -75,16 +76,42 @@ func Unmount(dir string) error {
 	if typ != fsType {
 		return fmt.Errorf("%s is a %s mount, not gsvfs", dir, typ)
 	}
-	if os.Geteuid() == 0 {
-		// Kernel binds laid over the mount (gsvfs mount --kernel-binds)
-		// hold it busy until they go.
-		abs, err := filepath.Abs(dir)
-		if err != nil {
+	if os.Geteuid() != 0 {
+		return detach(dir, false)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	// A busy mount is tried again for a moment: the daemon's own check of
+	// its kernel binds holds the mount while it runs, and may lay a bind
+	// again between the binds' unmount and the mount's.
+	deadline := time.Now().Add(busyGrace)
+	for {
+		err := unmountTree(abs)
+		if !errors.Is(err, errBusy) || time.Now().After(deadline) {
 			return err
 		}
-		if err := unmountBelow(abs); err != nil {
-			return err
-		}
+		time.Sleep(busyGrace / 40)
+	}
+}
+
+// busyGrace is how long Unmount keeps trying a busy mount. A process
+// with a file open there keeps it busy for longer, and is told so.
+const busyGrace = 2 * time.Second
+
+// errBusy is what a busy mount's error wraps.
+var errBusy = errors.New("files on it are open or a process has its working directory there")
+
+// busy is the error for the busy mount at dir.
+func busy(dir string) error { return fmt.Errorf("%s is busy: %w", dir, errBusy) }
+
+// unmountTree unmounts, as root, the mount at dir and the kernel binds
+// laid over it (gsvfs mount --kernel-binds), which hold it busy until
+// they go.
+func unmountTree(dir string) error {
+	if err := unmountBelow(dir); err != nil {
+		return err
 	}
 	return detach(dir, false)
 }
@@ -103,7 +130,7 @@ func detach(dir string, lazy bool) error {
 		}
 		if err := syscall.Unmount(dir, flags); err != nil {
 			if err == syscall.EBUSY {
-				return fmt.Errorf("%s is busy: files on it are open or a process has its working directory there", dir)
+				return busy(dir)
 			}
 			return err
 		}
