@@ -86,6 +86,7 @@ const (
 	cEntry                   // uint64: the file name in directory ino led to
 	cNames                   // map[string]struct{}: every name in directory ino
 	cStatFS                  // vfs.StatFS of the filesystem ino is on, briefly
+	cData                    // []byte: the whole of small stored file ino (cheld.go)
 )
 
 type cacheKey struct {
@@ -184,12 +185,17 @@ func (c *cache) closeContent(ino uint64) {
 	}
 }
 
-// changedContent counts a change of ino's content.
+// changedContent counts a change of ino's content, and forgets the
+// content held.
 func (c *cache) changedContent(ino uint64) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if n := c.contents[ino]; n != nil {
 		n.changes.Add(1)
+	}
+	_, held := c.byKey[cacheKey{cData, ino, ""}]
+	c.mu.Unlock()
+	if held {
+		c.drop(cacheKey{cData, ino, ""})
 	}
 }
 
@@ -388,7 +394,7 @@ func (c *cache) drop(ks ...cacheKey) {
 
 // dropFile forgets everything about ino.
 func (c *cache) dropFile(ino uint64) {
-	c.drop(cacheKey{cAttr, ino, ""}, cacheKey{cList, ino, ""}, cacheKey{cXattr, ino, ""}, cacheKey{cXnames, ino, ""})
+	c.drop(cacheKey{cAttr, ino, ""}, cacheKey{cList, ino, ""}, cacheKey{cXattr, ino, ""}, cacheKey{cXnames, ino, ""}, cacheKey{cData, ino, ""})
 }
 
 // dropChanged forgets what this client's write or setattr of ino made
@@ -399,7 +405,7 @@ func (c *cache) dropFile(ino uint64) {
 // flight may have read the file before it), and for a write sent
 // behind when it is sent too.
 func (c *cache) dropChanged(ino uint64) {
-	ks := []cacheKey{{cAttr, ino, ""}, {cList, ino, ""}, {cXattr, ino, ""}}
+	ks := []cacheKey{{cAttr, ino, ""}, {cList, ino, ""}, {cXattr, ino, ""}, {cData, ino, ""}}
 	if v, ok := c.get(cacheKey{cXnames, ino, ""}); ok && len(v.([]string)) > 0 {
 		ks = append(ks, cacheKey{cXnames, ino, ""})
 	}

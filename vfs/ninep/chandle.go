@@ -65,10 +65,15 @@ func (c *Client) newHandle(fid uint32, q QID, flags int) vfs.Handle {
 }
 
 func (h *handle) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
-	if h.ra != nil {
-		return h.readAhead(ctx, p, off)
+	if h.ra == nil {
+		return h.c.readAt(ctx, h.fid, p, off)
 	}
-	return h.c.readAt(ctx, h.fid, p, off)
+	gen := h.c.cache.since()
+	n, err := h.readAhead(ctx, p, off)
+	if off == 0 && n < len(p) && (err == nil || err == io.EOF) {
+		h.c.cache.putContent(h.ino, p[:n], gen) // read whole (cheld.go)
+	}
+	return n, err
 }
 
 // WriteAt drops the file's cached attributes: its size and times change.

@@ -33,8 +33,8 @@ import (
 //     with the extensions and notices, not Exact, and the cache holds
 //     its attributes as vouched for by the notices (not for CacheTTL)
 //     (TestCachedOpenSendsNothing, TestCachedOpenOnlyWhenVouched).
-//  2. What the cache cannot answer (a read, a lock, fsync, a setattr)
-//     opens the file on the server once, as the open would have, and
+//  2. What the cache cannot answer (a read of content not held, see
+//     cheld.go; a lock, fsync, a setattr) opens the file on the server once, as the open would have, and
 //     goes there from then on; a close of a handle never opened on the
 //     server sends nothing (TestCachedOpenReadsTheServer).
 //  3. A file changed before the open (its notice applied) is opened on
@@ -152,6 +152,11 @@ func (n *node) cachedFile(flags int) *cachedFile {
 }
 
 func (f *cachedFile) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	if f.realHandle() == nil {
+		if n, ok, err := f.n.c.cache.readHeld(f.n.qid.Path, p, off); ok {
+			return n, err
+		}
+	}
 	h, err := f.opened(ctx)
 	if err != nil {
 		return 0, err

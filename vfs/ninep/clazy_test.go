@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -159,4 +160,73 @@ func exactDisk(t *testing.T, dir string) (*Client, vfs.Node) {
 	c, root := dialWith(t, addr, "", ClientOptions{Exact: true})
 	noticesOn(t, c)
 	return c, root
+}
+
+// TestHeldContentServesReads (cheld.go's invariant 1): a small file read
+// whole once is read again through a cached open without a request, as
+// when the kernel dropped its pages; a file read only in part is not
+// held, nor is one larger than maxHeldContent.
+func TestHeldContentServesReads(t *testing.T) {
+	big := strings.Repeat("b", maxHeldContent+1)
+	c, root, _ := extDisk(t, func(dir string) {
+		mustWrite(t, filepath.Join(dir, "small"), "held whole")
+		mustWrite(t, filepath.Join(dir, "part"), "read in part")
+		mustWrite(t, filepath.Join(dir, "big"), big)
+	})
+	ctx := context.Background()
+	small, part, large := lookup(t, root, "small"), lookup(t, root, "part"), lookup(t, root, "big")
+	readVia(t, c, small, os.O_RDONLY)
+	readVia(t, c, large, os.O_RDONLY)
+	h, err := part.Open(ctx, os.O_RDONLY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.ReadAt(ctx, make([]byte, 4), 0)
+	h.Close()
+
+	var got string
+	if cost := costOf(c, func() { got, _ = readVia(t, c, small, os.O_RDONLY) }); cost != 0 || got != "held whole" {
+		t.Errorf("a small file read whole, read again: %q for %d requests, want it for none", got, cost)
+	}
+	if cost := costOf(c, func() { got, _ = readVia(t, c, part, os.O_RDONLY) }); cost == 0 || got != "read in part" {
+		t.Errorf("a file read in part, read whole: %q for %d requests, want it from the server", got, cost)
+	}
+	if cost := costOf(c, func() { got, _ = readVia(t, c, large, os.O_RDONLY) }); cost == 0 || got != big {
+		t.Errorf("a file of %d bytes read again: %d requests, want it from the server", len(big), cost)
+	}
+}
+
+// TestHeldContentGoesWithChange (cheld.go's invariant 2): this client's
+// own write, and a change on the disk whose notice came, leave no held
+// content behind, whatever the size.
+func TestHeldContentGoesWithChange(t *testing.T) {
+	c, root, dir := extDisk(t, func(dir string) { mustWrite(t, filepath.Join(dir, "f"), "aaaa") })
+	ctx := context.Background()
+	f := lookup(t, root, "f")
+	readVia(t, c, f, os.O_RDONLY)
+	h, err := f.Open(ctx, os.O_WRONLY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.WriteAt(ctx, []byte("bb"), 0); err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+	// A stat holds the new attributes again before the next open, which
+	// the cache then answers: only the content it holds would be stale.
+	if _, err := f.Attr(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := readVia(t, c, f, os.O_RDONLY); got != "bbaa" {
+		t.Errorf("after this client's write: read %q, want bbaa", got)
+	}
+	before := c.Notices().Changes
+	mustWrite(t, filepath.Join(dir, "f"), "cccc") // the same size
+	noticesSettle(t, c, before, 1)
+	if _, err := f.Attr(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := readVia(t, c, f, os.O_RDONLY); got != "cccc" {
+		t.Errorf("after a change on the disk of the same size: read %q, want cccc", got)
+	}
 }

@@ -15,8 +15,9 @@
 // when the server goes away or stops answering, and flushes requests whose
 // context ends. Its caches (the c*.go files: ccache.go what the server
 // said, cread.go read-ahead, cwrite.go write-behind, cdir.go and
-// clazy.go opens answered from the cache, clist.go a directory opened
-// and listed in one request) each open with their numbered invariants.
+// clazy.go opens answered from the cache, cheld.go the whole content of
+// small files read whole, clist.go a directory opened and listed in one
+// request) each open with their numbered invariants.
 //
 // Change notices are causal (watchmsg.go): on a Tnotify stream the server
 // fences its tree's watch before each reply and writes the changes made
