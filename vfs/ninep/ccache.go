@@ -135,6 +135,7 @@ type cache struct {
 	waiting []vfs.Change
 	max     int
 	cost    int
+	held    int       // the cost of the content entries (cheld.go)
 	lru     list.List // of *cacheEntry, most recent first
 	byKey   map[cacheKey]*list.Element
 	// contents is the count of content changes of each file open with
@@ -307,6 +308,9 @@ func (c *cache) putLocked(k cacheKey, v any, cost int, long bool) {
 	}
 	c.byKey[k] = c.lru.PushFront(e)
 	c.cost += cost
+	if k.kind == cData {
+		c.held += cost
+	}
 	for c.cost > c.max {
 		c.removeLocked(c.lru.Back())
 	}
@@ -319,6 +323,9 @@ func (c *cache) removeLocked(el *list.Element) {
 	e := c.lru.Remove(el).(*cacheEntry)
 	delete(c.byKey, e.key)
 	c.cost -= e.cost
+	if e.key.kind == cData {
+		c.held -= e.cost
+	}
 }
 
 // xattr returns the value (or miss) of ino's attribute name.

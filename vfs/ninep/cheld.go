@@ -23,7 +23,8 @@ import (
 //
 // Invariants, each checked by the tests named:
 //  1. Content is held only when it was read whole (a read from offset 0
-//     that came short), is at most maxHeldContent bytes, and its file's
+//     that came short), is at most maxHeldContent bytes, fits in its
+//     share of the cache (heldShare), and its file's
 //     attributes are held as vouched for by the notices, of its size, in
 //     a generation no notice or drop of the file has passed since
 //     (TestHeldContentServesReads).
@@ -34,8 +35,16 @@ import (
 // maxHeldContent bounds the size of a file whose content is held: the
 // small files an agent's tools read again and again (sources,
 // configuration), not a build's outputs. Each costs the cache
-// 1+size/64 of its entries.
+// 1+size/256 of its entries (an entry of attributes takes a few hundred
+// bytes).
 const maxHeldContent = 64 << 10
+
+// heldShare: content takes at most 1/heldShare of the cache (4 MiB of
+// the default's 2^16 entries, or about 800 files of 4 KiB), so that
+// reading many files never crowds out the attributes and listings a
+// walk needs; past it, no more is held until content held goes (a
+// change, or the cache's own eviction of what is used least).
+const heldShare = 4
 
 // putContent holds data as the whole content of ino, read in generation
 // gen, if invariant 1 allows.
@@ -51,7 +60,11 @@ func (c *cache) putContent(ino uint64, data []byte, gen uint64) {
 	if a, ok := c.longAttrLocked(ino); !ok || a.Size != int64(len(data)) {
 		return
 	}
-	c.putLocked(cacheKey{cData, ino, ""}, slices.Clone(data), 1+len(data)/64, true)
+	cost := 1 + len(data)/256
+	if c.held+cost > c.max/heldShare {
+		return // the rest of the cache is for attributes and listings
+	}
+	c.putLocked(cacheKey{cData, ino, ""}, slices.Clone(data), cost, true)
 }
 
 // longAttrLocked is the attributes of ino, if they are held as vouched

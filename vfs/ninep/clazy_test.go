@@ -230,3 +230,26 @@ func TestHeldContentGoesWithChange(t *testing.T) {
 		t.Errorf("after a change on the disk of the same size: read %q, want cccc", got)
 	}
 }
+
+// TestHeldContentKeepsToItsShare (cheld.go's invariant 1): content fills
+// at most its share of the cache, and what is held past it is refused,
+// not paid for with the attributes a walk needs.
+func TestHeldContentKeepsToItsShare(t *testing.T) {
+	c := newCache(1024)
+	c.notify(true)
+	data := make([]byte, 1000) // 4 entries' worth each
+	gen := c.since()
+	for ino := uint64(1); ino <= 200; ino++ {
+		a := vfs.Attr{Ino: ino, Mode: syscall.S_IFREG | 0o644, Size: int64(len(data)), Watched: true}
+		c.put(cacheKey{cAttr, ino, ""}, a, 1, true, gen)
+		c.putContent(ino, data, gen)
+	}
+	if c.held > c.max/heldShare || c.held < c.max/heldShare-5 {
+		t.Errorf("content holds %d of the cache's %d, want its share, %d", c.held, c.max, c.max/heldShare)
+	}
+	for ino := uint64(1); ino <= 200; ino++ {
+		if _, ok := c.get(cacheKey{cAttr, ino, ""}); !ok {
+			t.Fatalf("the attributes of file %d went for content", ino)
+		}
+	}
+}
