@@ -50,7 +50,7 @@ func (g gate) Attr(a vfs.Attr) vfs.Attr {
 	a.Uid, a.Gid = ownerUid, ownerGid
 	// Grants change with no notice from the device: nothing of the
 	// door may be cached, by the kernel or a client of this daemon.
-	a.Volatile, a.Watched = true, false
+	a.Volatile, a.Watched, a.Fixed = true, false, false
 	return a
 }
 

@@ -138,7 +138,7 @@ func (l *link) Quick() bool { return true }
 
 func (l *link) Attr(context.Context) (vfs.Attr, error) {
 	a := l.attr()
-	a.Size = int64(len(l.target()))
+	a.Size, a.Fixed = int64(len(l.target())), false
 	return a, nil
 }
 

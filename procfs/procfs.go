@@ -130,14 +130,17 @@ func (f *FS) meta(mode uint32) meta {
 }
 
 // attr reports the node as volatile: everything here changes without a
-// write, so neither edge may cache it.
+// write, so neither edge may cache its content. Its attributes are
+// fixed: a directory's times are when it was made, whatever comes and
+// goes in it; a node whose size changes (a link, a temp file) says
+// otherwise.
 func (m meta) attr() vfs.Attr {
 	nlink := uint32(1)
 	if m.mode&syscall.S_IFMT == syscall.S_IFDIR {
 		nlink = 2
 	}
 	return vfs.Attr{Ino: m.ino, Mode: m.mode, Nlink: nlink, Uid: m.uid, Gid: m.gid,
-		Blksize: 4096, Atime: m.made, Mtime: m.made, Ctime: m.made, Volatile: true}
+		Blksize: 4096, Atime: m.made, Mtime: m.made, Ctime: m.made, Volatile: true, Fixed: true}
 }
 
 // shelldErrnos are the errnos of shelld's errors.

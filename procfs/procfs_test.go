@@ -1177,3 +1177,38 @@ func TestStdinShortWrite(t *testing.T) {
 	wantErrno(t, fmt.Sprintf("write of the rest to a full terminal (wrote %d)", n), err, syscall.EAGAIN)
 	wantLastError(t, dir, "after a write the terminal took nothing of", "took none")
 }
+
+// The attributes a client may hold as long as it likes (vfs.Attr.Fixed)
+// are those that never change: /proc's and a session directory's, the
+// inputs', wait's and stream's (size 0, times of their making); not those of what
+// grows or moves (the logs, the cwd link, a temp file).
+func TestFixedAttributes(t *testing.T) {
+	f, _ := newFS(t, shelld.Config{}, Options{})
+	dir := mkdir(t, f, "s")
+	_, h, err := dir.Create(bg, ".tmp", os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+	fixedOf := func(n vfs.Node) bool {
+		t.Helper()
+		a, err := n.Attr(bg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a.Fixed
+	}
+	if !fixedOf(f.Root()) || !fixedOf(dir) {
+		t.Errorf("fixed: /proc %v, the session's directory %v; want both", fixedOf(f.Root()), fixedOf(dir))
+	}
+	for _, name := range []string{"ctl", "stdin", "wait", "stream"} {
+		if !fixedOf(walk(t, dir, name)) {
+			t.Errorf("%s: attributes not fixed", name)
+		}
+	}
+	for _, name := range []string{"stdout", "stderr", "cwd", ".tmp"} {
+		if fixedOf(walk(t, dir, name)) {
+			t.Errorf("%s: attributes said fixed, but its size moves", name)
+		}
+	}
+}

@@ -41,7 +41,7 @@ func (t *tempFile) Attr(context.Context) (vfs.Attr, error) {
 	// write right after an atomic save went nowhere. With no entry
 	// cache the kernel looks the name up again and finds the real file.
 	a := t.attr()
-	a.Size, a.Mtime = int64(len(t.data)), t.mtime
+	a.Size, a.Mtime, a.Fixed = int64(len(t.data)), t.mtime, false
 	a.Blocks = (a.Size + 511) / 512
 	return a, nil
 }

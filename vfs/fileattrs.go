@@ -63,8 +63,10 @@ func (a FileAttrs) Attr(context.Context) (Attr, error) {
 	if t.IsZero() {
 		t = time.Now()
 	}
+	// Fixed: with set times and no Stat nothing here ever changes (the
+	// size is 0; SetAttr changes nothing).
 	out := Attr{Ino: a.Ino, Mode: a.Mode, Nlink: 1, Uid: a.Uid, Gid: a.Gid, Rdev: a.Rdev, Blksize: a.Blksize,
-		Atime: t, Mtime: t, Ctime: t, Volatile: a.Volatile}
+		Atime: t, Mtime: t, Ctime: t, Volatile: a.Volatile, Fixed: a.Stat == nil && !a.Time.IsZero()}
 	if a.Stat != nil {
 		out.Size, out.Mtime = a.Stat()
 		out.Ctime = out.Mtime

@@ -286,6 +286,12 @@ type Attr struct {
 	// (FUSE direct I/O, no attribute cache) because its size and bytes
 	// change without a write.
 	Volatile bool
+	// Fixed says that these attributes stay as they are for as long as
+	// the node exists, though its content be generated (Volatile): a
+	// session's ctl and wait, /proc's directories. Edges may hold them
+	// as long as they like; a wrapper that changes them (a mode from
+	// grants) clears it.
+	Fixed bool
 	// Watched says that a change other programs make to this node's
 	// entry or attributes (and, for a directory, to its entries) is
 	// reported by the tree's Watcher, so edges may cache them long.

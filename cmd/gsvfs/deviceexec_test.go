@@ -13,16 +13,15 @@ import (
 
 // A one-shot command on a device through its gateway's mount (mkdir,
 // exec, cat wait, rmdir under /mnt/ID/proc) sends the device no request
-// the protocol does not need, counted by type and exact: the stat of
-// /proc (the rmdir before dropped it), the miss of the session's name,
-// one mkdirget for the directory and its attributes; for ctl and wait a
-// walk, the kernel's stat before the open (a generated file's
-// attributes are not held) and the open, with no stat after it to vouch
-// for what is held (nothing is) and no getxattr of security.capability
-// before the write (a generated file has no extended attributes); cat's
-// fstat of wait, its two reads (the second finds the end) and the
-// rmdir. Clunks go in the background, batched as it happens, and
-// flushes (the link's liveness probes) are not counted.
+// the protocol does not need, counted by type and exact: the miss of the
+// session's name, one mkdirget for the directory and its attributes; for
+// ctl and wait a walk and the open, with no stat between or after them
+// (/proc's attributes are fixed, AttrGsvfsFixed: the gateway holds them
+// through the rmdir before, the walk to ctl and wait, and cat's fstat)
+// and no getxattr of security.capability before the write (a generated
+// file has no extended attributes); cat's two reads (the second finds
+// the end) and the rmdir. Clunks go in the background, batched as it
+// happens, and flushes (the link's liveness probes) are not counted.
 func TestDeviceOneShotRequests(t *testing.T) {
 	_, m, _ := joinedDevice(t, 9, 0)
 	stats := filepath.Join(m.Mnt, "sys/stats")
@@ -40,7 +39,7 @@ func TestDeviceOneShotRequests(t *testing.T) {
 	}
 	oneShot("warm") // the first knows nothing yet of /proc
 	got := oneShot("counted")
-	want := map[string]int64{"getattr": 4, "walkgetattr": 3, "mkdirget": 1, "walkopen": 2, "write": 1, "read": 2, "unlinkat": 1}
+	want := map[string]int64{"walkgetattr": 3, "mkdirget": 1, "walkopen": 2, "write": 1, "read": 2, "unlinkat": 1}
 	if !maps.Equal(got, want) {
 		t.Errorf("a one-shot exec sent the device %d requests %v, want %d: %v", total(got), got, total(want), want)
 	}

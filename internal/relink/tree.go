@@ -255,7 +255,7 @@ func (t *Tree) away() vfs.Attr {
 		epoch := time.Unix(0, 0)
 		a = vfs.Attr{Ino: 1, Mode: syscall.S_IFDIR, Nlink: 2, Atime: epoch, Mtime: epoch, Ctime: epoch}
 	}
-	a.Volatile = true
+	a.Volatile, a.Fixed = true, false // a stand-in until the tree is back
 	return a
 }
 

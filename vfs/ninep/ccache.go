@@ -401,7 +401,28 @@ func (c *cache) drop(ks ...cacheKey) {
 
 // dropFile forgets everything about ino.
 func (c *cache) dropFile(ino uint64) {
-	c.drop(cacheKey{cAttr, ino, ""}, cacheKey{cList, ino, ""}, cacheKey{cXattr, ino, ""}, cacheKey{cXnames, ino, ""}, cacheKey{cData, ino, ""})
+	c.drop(c.unfixed(ino, cacheKey{cList, ino, ""}, cacheKey{cXattr, ino, ""}, cacheKey{cXnames, ino, ""}, cacheKey{cData, ino, ""})...)
+}
+
+// putFixed holds a, fixed attributes fetched in generation gen, until a
+// drop: only a drop since gen (the link lost, say) makes them too old.
+func (c *cache) putFixed(a vfs.Attr, gen uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.staleLocked(a.Ino, gen) {
+		c.putLocked(cacheKey{cAttr, a.Ino, ""}, a, 1, true)
+	}
+}
+
+// unfixed is ks with ino's attributes added, unless they are fixed
+// (vfs.Attr.Fixed): no change makes those stale, so a change in a
+// directory of them (a session made or removed in /proc) or a write to
+// one (a session's ctl) leaves them held.
+func (c *cache) unfixed(ino uint64, ks ...cacheKey) []cacheKey {
+	if v, ok := c.get(cacheKey{cAttr, ino, ""}); ok && v.(vfs.Attr).Fixed {
+		return ks
+	}
+	return append(ks, cacheKey{cAttr, ino, ""})
 }
 
 // dropChanged forgets what this client's write or setattr of ino made
@@ -412,7 +433,7 @@ func (c *cache) dropFile(ino uint64) {
 // flight may have read the file before it), and for a write sent
 // behind when it is sent too.
 func (c *cache) dropChanged(ino uint64) {
-	ks := []cacheKey{{cAttr, ino, ""}, {cList, ino, ""}, {cXattr, ino, ""}, {cData, ino, ""}}
+	ks := c.unfixed(ino, cacheKey{cList, ino, ""}, cacheKey{cXattr, ino, ""}, cacheKey{cData, ino, ""})
 	if v, ok := c.get(cacheKey{cXnames, ino, ""}); ok && len(v.([]string)) > 0 {
 		ks = append(ks, cacheKey{cXnames, ino, ""})
 	}

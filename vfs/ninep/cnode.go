@@ -149,8 +149,13 @@ func (c *Client) heldReply(r *Rgetattr) vfs.Attr {
 func (c *Client) putAttr(a vfs.Attr, gen uint64) { c.putAttrVia(a, gen, 0) }
 
 // putAttrVia is putAttr of a file found by name in directory dir.
+// Fixed attributes are held until dropped, generated file or not, with
+// notices or without: no change to come can make them stale.
 func (c *Client) putAttrVia(a vfs.Attr, gen, dir uint64) {
-	if !(a.Volatile && c.extended) {
+	switch {
+	case a.Fixed:
+		c.cache.putFixed(a, gen)
+	case !(a.Volatile && c.extended):
 		c.cache.putVia(cacheKey{cAttr, a.Ino, ""}, a, 1, a.Watched, gen, dir)
 	}
 }
@@ -179,12 +184,14 @@ func (c *Client) wireAttr(r *Rgetattr) vfs.Attr {
 	a := c.ids.attr(c.host.attrFromWire(r))
 	a.Watched = a.Watched && c.notices.on.Load()
 	a.Volatile = a.Volatile && c.extended
+	a.Fixed = a.Fixed && c.extended
 	return a
 }
 
 // generated reports whether q is a generated file's, as gsvfs's server
 // marks them: a plain file of QID version 0 (attrQID). Its content is
-// never cached, its attributes never held.
+// never cached, its attributes held only if the server says they are
+// fixed (AttrGsvfsFixed).
 func (q QID) generated() bool { return q.Type == QTFile && q.Version == 0 }
 
 // attrFromWire converts Rgetattr. A regular file with QID version 0 is
@@ -199,6 +206,7 @@ func (h *hostNumbers) attrFromWire(r *Rgetattr) vfs.Attr {
 		Ctime:    time.Unix(int64(r.CtimeSec), int64(r.CtimeNsec)),
 		Volatile: r.Mode&wS_IFMT == wS_IFREG && r.QID.Version == 0,
 		Watched:  r.Valid&AttrGsvfsWatched != 0,
+		Fixed:    r.Valid&AttrGsvfsFixed != 0,
 	}
 }
 

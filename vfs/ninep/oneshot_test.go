@@ -6,6 +6,7 @@ import (
 	"os"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gsvfs/gsvfs/internal/testenv"
 	"github.com/gsvfs/gsvfs/vfs"
@@ -155,5 +156,56 @@ func TestGeneratedFileHasNoXattrsWithoutAsking(t *testing.T) {
 	}
 	if farGot := sentSince(far, farBefore); !maps.Equal(farGot, want) {
 		t.Errorf("the middle server sent the far one %v, want %v", farGot, want)
+	}
+}
+
+// A generated file whose attributes are fixed (vfs.Attr.Fixed: a
+// session's ctl and wait) is stated once, at the walk, and its
+// attributes are held through stats, an open, a write and a change in
+// its directory; one whose size moves (Stat set) is asked every time.
+func TestFixedAttrsHeld(t *testing.T) {
+	fixed := vfs.NewFuncFile(0o666, func(context.Context, int) (vfs.Handle, error) {
+		return vfs.FuncHandle{Write: func(_ context.Context, p []byte, _ int64) (int, error) { return len(p), nil }}, nil
+	})
+	moving := vfs.NewFuncFile(0o444, func(context.Context, int) (vfs.Handle, error) { return vfs.FuncHandle{}, nil })
+	var size int64
+	moving.Stat = func() (int64, time.Time) { size++; return size, time.Unix(size, 0) }
+	dir := vfs.NewStaticDir(map[string]vfs.Node{"ctl": fixed, "log": moving})
+	_, addr := serve(t, vfs.NewStaticDir(map[string]vfs.Node{"d": dir}))
+	c, root := dial(t, addr, "")
+	noticesAsked(t, c) // a static tree has none to give
+	ctx := context.Background()
+	d := lookup(t, root, "d")
+	ctl, log := lookup(t, d, "ctl"), lookup(t, d, "log")
+	got := sentOf(c, func() {
+		for range 3 {
+			if a, err := ctl.Attr(ctx); err != nil || !a.Fixed {
+				t.Fatalf("stat of ctl: %+v, %v; want fixed attributes", a, err)
+			}
+		}
+		h, err := ctl.Open(ctx, os.O_WRONLY)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.WriteAt(ctx, []byte("x\n"), 0); err != nil {
+			t.Fatal(err)
+		}
+		h.Close()
+		if _, err := ctl.Attr(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if want := map[string]int64{"walkopen": 1, "write": 1}; !maps.Equal(got, want) {
+		t.Errorf("stats around an open and a write of a file of fixed attributes sent %v, want %v", got, want)
+	}
+	got = sentOf(c, func() {
+		for range 2 {
+			if a, err := log.Attr(ctx); err != nil || a.Fixed {
+				t.Fatalf("stat of log: %+v, %v; want attributes that are not fixed", a, err)
+			}
+		}
+	})
+	if got["getattr"] != 2 {
+		t.Errorf("two stats of a generated file whose size moves sent %v, want two getattrs", got)
 	}
 }

@@ -55,6 +55,14 @@ const AttrGsvfsWatched = 1 << 62
 // (security.selinux, the ACLs) that nearly no file has.
 const AttrGsvfsNoXattrs = 1 << 61
 
+// AttrGsvfsFixed is an Rgetattr valid bit that a gsvfs server sets, on a
+// connection that negotiated VersionExt, for a file whose attributes
+// never change while it exists (vfs.Attr.Fixed), though its content be
+// generated: a client holds them as long as it likes. A one-shot
+// command through a gateway stats a session's ctl and wait three times
+// between its walks and its opens; each was a round trip to the device.
+const AttrGsvfsFixed = 1 << 60
+
 // Twatch asks for the next batch of changes of the tree fid is in.
 type Twatch struct {
 	Fid, Count uint32
@@ -135,6 +143,9 @@ func (h *hostNumbers) extAttrToWire(a vfs.Attr) *Rgetattr {
 	r := h.attrToWire(a)
 	if a.Watched {
 		r.Valid |= AttrGsvfsWatched
+	}
+	if a.Fixed {
+		r.Valid |= AttrGsvfsFixed
 	}
 	return r
 }
