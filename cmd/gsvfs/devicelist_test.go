@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"testing"
@@ -43,7 +44,11 @@ func TestListingOfDevicesAtDelay(t *testing.T) {
 		waitOnline(t, m.Mnt, id, true, 30*time.Second)
 	}
 	gone := ids[online]
-	testenv.Run(t, m.Mnt, "stat", m.Path("mnt/"+gone)) // its root seen online
+	// Its root seen online: /mnt names a device a moment after
+	// /sys/devices says it is online.
+	testenv.WaitFor(t, 30*time.Second, gone+"'s root under /mnt", func() bool {
+		return exec.Command("stat", m.Path("mnt/"+gone)).Run() == nil
+	})
 	devs[gone].stop(t)
 	waitOnline(t, m.Mnt, gone, false, 30*time.Second)
 
